@@ -1,0 +1,39 @@
+#include "transport/device.h"
+
+#include "transport/tcp/device.h"
+
+namespace poseidon::transport {
+
+Status DeviceOptions::validate() const {
+  if (streams < 1 || streams > 64) {
+    return makeStatus(StatusCode::kInvalidArgument, "streams {} is not in [1, 64]", streams);
+  }
+  if (stripe_bytes < 4096 || stripe_bytes > max_frame_payload) {
+    return makeStatus(StatusCode::kInvalidArgument, "stripe_bytes {} is not in [4096, max_frame_payload {}]",
+                      stripe_bytes, max_frame_payload);
+  }
+  if (max_frame_payload < 4096) {
+    return makeStatus(StatusCode::kInvalidArgument, "max_frame_payload {} is below 4096", max_frame_payload);
+  }
+  if (socket_buffer_bytes < 0) {
+    return makeStatus(StatusCode::kInvalidArgument, "socket_buffer_bytes {} is negative", socket_buffer_bytes);
+  }
+  if (handshake_timeout.count() <= 0) {
+    return makeStatus(StatusCode::kInvalidArgument, "handshake_timeout {} ms is not positive",
+                      handshake_timeout.count());
+  }
+  return Status::ok();
+}
+
+Result<std::shared_ptr<Device>> createDevice(const DeviceOptions& options) {
+  POSEIDON_RETURN_IF_ERROR(options.validate());
+  if (options.backend == "tcp") return tcp::createTcpDevice(options);
+  if (options.backend == "verbs") {
+    return makeStatus(StatusCode::kUnavailable,
+                      "transport backend 'verbs' is not available in this build yet; use 'tcp'");
+  }
+  return makeStatus(StatusCode::kInvalidArgument, "transport backend '{}' is not one of: tcp, verbs",
+                    options.backend);
+}
+
+}  // namespace poseidon::transport

@@ -1,0 +1,44 @@
+// Device: one network interface of one backend, and the factory that picks a backend by name.
+//
+// A device owns the listening endpoint and the progress engine; contexts made from it share both.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "transport/context.h"
+#include "transport/status.h"
+
+namespace poseidon::transport {
+
+struct DeviceOptions {
+  std::string backend = "tcp";         // "tcp" or "verbs"
+  std::string address = "127.0.0.1";  // address to listen on and advertise to peers
+  uint16_t port = 0;                   // 0: an ephemeral port
+  std::string secret;                  // the job's shared secret, proven in every handshake
+  int streams = 1;                     // tcp: parallel connections per pair (1..64)
+  uint64_t stripe_bytes = 1u << 20;    // tcp: a message is cut into pieces of this size over the streams
+  uint32_t max_frame_payload = 64u << 20;  // largest frame a peer may send us
+  bool payload_crc = false;            // tcp: CRC32C over every payload (headers always carry one)
+  int socket_buffer_bytes = 0;         // tcp: SO_SNDBUF/SO_RCVBUF; 0 keeps kernel autotuning
+  bool busy_poll = false;              // progress engine spins instead of sleeping in epoll_wait
+  std::chrono::milliseconds handshake_timeout{5000};
+
+  Status validate() const;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string backendName() const = 0;
+  // "127.0.0.1:40123" for tcp: what peers connect to.
+  virtual std::string listenAddress() const = 0;
+  virtual Result<std::shared_ptr<Context>> createContext(int rank, int size, const std::string& name) = 0;
+};
+
+// Creates a device of options.backend; kUnavailable if that backend was not built in.
+Result<std::shared_ptr<Device>> createDevice(const DeviceOptions& options);
+
+}  // namespace poseidon::transport

@@ -1,0 +1,120 @@
+// TcpPair: the TCP backend's Pair — message matching, credits, one-sided writes and failure.
+//
+// Two-sided messages use credits: recv() sends the peer a credit naming (tag, seq, room); the
+// sender transmits message (tag, seq) only once it holds that credit, so every payload lands
+// straight in posted memory and nothing unexpected is ever buffered. One-sided writes carry the
+// region key and offset in each frame; their immediates are delivered in posted order once all
+// bytes of the write have landed.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/device.h"
+#include "transport/pair.h"
+#include "transport/tcp/stream.h"
+
+namespace poseidon::transport::tcp {
+
+class TcpContext;
+class TcpMemoryRegion;
+
+class TcpPair final : public Pair {
+ public:
+  TcpPair(TcpContext& context, int peer_rank, const DeviceOptions& options, ProgressEngine& engine);
+  ~TcpPair() override;
+
+  // Set-up (before activate): streams arrive from connect() or the device's acceptor.
+  void attachStream(int index, Fd fd, const std::string& peer_address);
+  bool hasAllStreams() const;
+  std::vector<int> missingStreams() const;
+  Status activate();
+
+  // Pair
+  int peerRank() const override { return peer_rank_; }
+  std::string peerName() const override;
+  Status status() const override;
+  RequestPtr sendv(uint32_t tag, std::span<const Slice> slices) override;
+  RequestPtr recv(uint32_t tag, MemoryRegion& region, uint64_t offset, uint64_t length) override;
+  RequestPtr write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
+                   uint64_t remote_offset, uint64_t length, uint32_t imm) override;
+  RequestPtr recvImm() override;
+
+  // Engine thread, from a stream.
+  Result<uint8_t*> onFrameHeader(const wire::FrameHeader& header);
+  Status onFrameComplete(const wire::FrameHeader& header);
+  // Fails every pending request with `cause` and closes the streams. Engine thread, or after
+  // the streams were removed from the engine.
+  void fail(Status cause);
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+
+  std::mutex& mutex() { return mutex_; }
+  ProgressEngine& engine() { return engine_; }
+
+ private:
+  using MessageKey = std::pair<uint32_t, uint64_t>;  // (tag, seq)
+
+  struct PostedRecv {
+    RequestPtr request;
+    MemoryRegion* region = nullptr;
+    uint64_t offset = 0;
+    uint64_t room = 0;
+    uint64_t total = 0;
+    uint64_t received = 0;
+    bool started = false;
+  };
+  struct PendingSend {
+    std::shared_ptr<SendOp> op;
+    std::vector<Slice> slices;
+  };
+  struct IncomingWrite {
+    uint64_t total = 0;
+    uint64_t received = 0;
+    uint32_t imm = 0;
+  };
+
+  // Cuts [slices] into frames of at most stripe bytes over the streams, in round-robin order.
+  void enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t base_offset, const std::vector<Slice>& slices,
+                           const std::shared_ptr<SendOp>& op);
+  void enqueueControlLocked(const wire::FrameHeader& header);
+  void startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, uint64_t room, Completions& done);
+  void flushAllLocked(Completions& done);
+  void deliverWritesLocked(Completions& done);
+  std::string describe(const char* op, uint32_t tag) const;
+
+  TcpContext& context_;
+  const int peer_rank_;
+  const DeviceOptions options_;
+  ProgressEngine& engine_;
+
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::string peer_address_;
+  bool active_ = false;
+  std::atomic<bool> failed_{false};
+  Status failure_;
+  size_t next_stream_ = 0;
+
+  // Sending side of two-sided messages.
+  std::unordered_map<uint32_t, uint64_t> send_seq_;
+  std::map<MessageKey, uint64_t> credits_;  // credit (room) that arrived before the send
+  std::unordered_map<uint32_t, uint64_t> credit_seq_;  // next credit expected per tag
+  std::map<MessageKey, PendingSend> pending_sends_;
+  // Receiving side.
+  std::unordered_map<uint32_t, uint64_t> recv_seq_;
+  std::map<MessageKey, PostedRecv> posted_;
+  // One-sided writes.
+  uint64_t write_seq_ = 0;
+  uint64_t next_notify_seq_ = 0;
+  std::map<uint64_t, IncomingWrite> incoming_writes_;
+  std::deque<uint32_t> ready_imms_;
+  std::deque<RequestPtr> imm_waiters_;
+};
+
+}  // namespace poseidon::transport::tcp

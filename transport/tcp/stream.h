@@ -1,0 +1,96 @@
+// Stream: one TCP connection of a pair. A pair stripes its frames over one or more streams.
+//
+// The stream owns the socket, its queue of outgoing frames (header + payload iovecs pointing
+// into registered memory, written with one writev for many frames) and the incoming-frame state
+// machine, which reads headers through a small inbox and payloads straight into their
+// destination (a posted receive or a registered region), never through a staging buffer.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/request.h"
+#include "transport/tcp/progress_engine.h"
+#include "transport/tcp/socket.h"
+#include "transport/wire/frame.h"
+
+namespace poseidon::transport::tcp {
+
+class TcpPair;
+
+// A finished request, completed after the pair lock is released.
+struct Completion {
+  RequestPtr request;
+  Status status;
+  uint64_t bytes = 0;
+  uint32_t imm = 0;
+};
+using Completions = std::vector<Completion>;
+void completeAll(Completions& completions);
+
+// One send or write, shared by the frames it was cut into.
+struct SendOp {
+  RequestPtr request;
+  size_t frames_left = 0;
+  uint64_t bytes = 0;
+};
+
+struct OutFrame {
+  wire::EncodedHeader header{};
+  std::vector<iovec> payload;
+  size_t size = 0;  // header + payload bytes
+  size_t sent = 0;
+  std::shared_ptr<SendOp> op;  // null for control frames
+};
+
+class Stream final : public EventHandler {
+ public:
+  Stream(TcpPair& pair, int index, Fd fd, std::string peer_address, const wire::DecodeLimits& limits);
+
+  int fd() const { return fd_.get(); }
+  int index() const { return index_; }
+
+  // Pair lock held: queue a frame; flush() writes what the socket takes now.
+  void enqueueLocked(OutFrame frame) { out_.push_back(std::move(frame)); }
+  // Pair lock held. Writes queued frames until the socket is full (then waits for EPOLLOUT).
+  // A socket error shuts the socket down; the engine thread then fails the pair.
+  void flushLocked(Completions& done);
+  // Pair lock held: the ops of queued frames, for failing them.
+  std::deque<OutFrame> takeQueueLocked() { return std::move(out_); }
+
+  void shutdownSocket();
+  void onEvents(uint32_t events) override;
+
+ private:
+  enum class ReadState { kHeader, kPayload };
+  void onReadable();
+  // Reads into the inbox; false when nothing more can be read now (or the stream failed).
+  bool fillInbox(size_t want, size_t& budget);
+  void failStream(Status status);
+
+  TcpPair& pair_;
+  int index_;
+  Fd fd_;
+  std::string peer_address_;
+  wire::DecodeLimits limits_;
+  bool want_write_ = false;  // EPOLLOUT armed
+  bool broken_ = false;
+  std::deque<OutFrame> out_;
+
+  // Engine thread only.
+  ReadState read_state_ = ReadState::kHeader;
+  std::vector<uint8_t> inbox_;
+  size_t inbox_begin_ = 0;
+  size_t inbox_end_ = 0;
+  bool last_payload_large_ = false;
+  wire::FrameHeader header_;
+  uint8_t* payload_dest_ = nullptr;
+  uint64_t payload_done_ = 0;
+};
+
+}  // namespace poseidon::transport::tcp
