@@ -1,0 +1,282 @@
+// A misbehaving peer on the TCP backend: it passes the handshake as rank 2, then sends frames
+// that break the protocol. The pair to it must fail with a reason naming the bad field, its
+// pending requests must fail, and the pair between the two honest ranks must go on.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "tests/support/mesh.h"
+#include "transport/bootstrap/file_store.h"
+#include "transport/tcp/handshake.h"
+#include "transport/tcp/socket.h"
+#include "transport/wire/crc32c.h"
+#include "transport/wire/frame.h"
+#include "transport/wire/little_endian.h"
+
+namespace poseidon::transport {
+namespace {
+
+using poseidon::testing::Buffer;
+using poseidon::testing::makeBuffer;
+using poseidon::testing::Mesh;
+using tcp::Fd;
+
+constexpr const char* kSecret = "bad-peer-secret";
+constexpr const char* kContext = "badpeer";
+
+// Ranks 0 and 1 are real; rank 2 is played by raw sockets that complete the handshake.
+struct BadPeerMesh {
+  Mesh mesh;
+  Fd to_rank0;
+  Fd to_rank1;
+};
+
+Result<Fd> handshakeAsRank2(bootstrap::Store& store, int rank) {
+  auto address = store.get(fmt::format("poseidon/transport/{}/address/{}", kContext, rank),
+                           Deadline::after(std::chrono::seconds(10)));
+  if (!address) return address.status();
+  auto host_port = tcp::splitHostPort(std::string(address->begin(), address->end()));
+  if (!host_port) return host_port.status();
+  auto resolved = tcp::resolve(host_port->first, host_port->second);
+  if (!resolved) return resolved.status();
+  auto fd = tcp::connectWithRetry(*resolved, Deadline::after(std::chrono::seconds(5)));
+  if (!fd) return fd.status();
+  wire::ClientHello hello;
+  hello.version = wire::kProtocolVersion;
+  hello.context_id = wire::contextId(kContext);
+  hello.src_rank = 2;
+  hello.dst_rank = static_cast<uint32_t>(rank);
+  hello.stream = 0;
+  hello.num_streams = 1;
+  hello.nonce = wire::randomNonce();
+  POSEIDON_RETURN_IF_ERROR(
+      tcp::clientHandshake(fd->get(), kSecret, hello, Deadline::after(std::chrono::seconds(5)), "test"));
+  return fd;
+}
+
+BadPeerMesh makeBadPeerMesh() {
+  BadPeerMesh out;
+  DeviceOptions options;
+  options.secret = kSecret;
+  Status fake_status;
+  std::thread fake([&] {
+    // Rank 2 connects to both lower ranks once they published their addresses.
+    while (!out.mesh.dir) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    auto store = bootstrap::FileStore::open(out.mesh.dir->path());
+    if (!store) {
+      fake_status = store.status();
+      return;
+    }
+    auto a = handshakeAsRank2(**store, 0);
+    auto b = handshakeAsRank2(**store, 1);
+    if (!a || !b) {
+      fake_status = a ? b.status() : a.status();
+      return;
+    }
+    out.to_rank0 = std::move(*a);
+    out.to_rank1 = std::move(*b);
+  });
+  // connectMesh creates the directory first; only ranks 0 and 1 run here (size 3).
+  std::vector<Status> statuses;
+  std::thread honest([&] {
+    Mesh& m = out.mesh;
+    m.dir = std::make_unique<poseidon::testing::TempDir>();
+    m.devices.resize(3);
+    m.contexts.resize(3);
+    std::vector<std::thread> ranks;
+    statuses.resize(2);
+    for (int r = 0; r < 2; ++r) {
+      ranks.emplace_back([&, r] {
+        auto device = createDevice(options);
+        if (!device) {
+          statuses[r] = device.status();
+          return;
+        }
+        m.devices[r] = *device;
+        auto context = (*device)->createContext(r, 3, kContext);
+        if (!context) {
+          statuses[r] = context.status();
+          return;
+        }
+        m.contexts[r] = *context;
+        auto store = bootstrap::FileStore::open(m.dir->path());
+        statuses[r] = store ? (*context)->connect(**store, Deadline::after(std::chrono::seconds(10))) : store.status();
+      });
+    }
+    for (auto& t : ranks) t.join();
+  });
+  honest.join();
+  fake.join();
+  if (!fake_status.isOk()) throw StatusError(fake_status);
+  for (auto& st : statuses) {
+    if (!st.isOk()) throw StatusError(st);
+  }
+  return out;
+}
+
+void sendRaw(int fd, const std::vector<uint8_t>& bytes) {
+  ASSERT_TRUE(tcp::sendAll(fd, bytes.data(), bytes.size(), Deadline::after(std::chrono::seconds(5)), "rank 0").isOk());
+}
+
+std::vector<uint8_t> frame(const wire::FrameHeader& h, size_t payload = 0) {
+  std::vector<uint8_t> bytes(wire::kFrameHeaderSize + payload, 0xAB);
+  wire::encodeHeader(h, bytes.data());
+  return bytes;
+}
+
+struct BadFrameCase {
+  std::string name;
+  std::function<std::vector<uint8_t>()> make;
+  std::string expected;  // a piece of the failure message
+};
+
+std::vector<BadFrameCase> badFrames() {
+  auto fixCrc = [](std::vector<uint8_t> b) {
+    wire::storeLe32(&b[52], wire::crc32c(b.data(), 52));
+    return b;
+  };
+  return {
+      {"BadMagic",
+       [=] {
+         wire::FrameHeader h;
+         auto b = frame(h);
+         wire::storeLe32(&b[0], 0x11111111);
+         return b;
+       },
+       "magic 0x11111111"},
+      {"BadVersion",
+       [=] {
+         wire::FrameHeader h;
+         auto b = frame(h);
+         wire::storeLe16(&b[4], 7);
+         return fixCrc(b);
+       },
+       "version 7"},
+      {"OversizeLength",
+       [=] {
+         wire::FrameHeader h;
+         auto b = frame(h);
+         wire::storeLe32(&b[12], 0xC0000000u);
+         return fixCrc(b);
+       },
+       "exceeds limit"},
+      {"BadHeaderCrc",
+       [=] {
+         wire::FrameHeader h;
+         auto b = frame(h);
+         b[9] ^= 0xFF;
+         return b;
+       },
+       "header CRC"},
+      {"BadPayloadCrc",
+       [=] {
+         wire::FrameHeader h;
+         h.type = wire::FrameType::kData;
+         h.tag = 5;
+         h.length = 64;
+         h.total = 64;
+         h.flags = wire::kFlagPayloadCrc;
+         h.payload_crc = 0x12345678;
+         return frame(h, 64);
+       },
+       "payload CRC"},
+      {"DataWithoutCredit",
+       [=] {
+         wire::FrameHeader h;
+         h.type = wire::FrameType::kData;
+         h.tag = 99;
+         h.length = 8;
+         h.total = 8;
+         return frame(h, 8);
+       },
+       "without a posted receive"},
+      {"WriteOutsideRegion",
+       [=] {
+         wire::FrameHeader h;
+         h.type = wire::FrameType::kWrite;
+         h.tag = 1;  // the first registered region's key
+         h.length = 16;
+         h.total = 16;
+         h.offset = 1 << 20;
+         return frame(h, 16);
+       },
+       "outside its"},
+  };
+}
+
+class BadPeer : public ::testing::TestWithParam<BadFrameCase> {};
+
+TEST_P(BadPeer, ClosesOnlyThatConnectionWithAReason) {
+  BadPeerMesh m = makeBadPeerMesh();
+  Buffer in = makeBuffer(m.mesh[0], 4096);  // region key 1 on rank 0
+  auto pending = m.mesh[0].pair(2).recv(5, *in.region, 0, 64);
+  // Consume the credit rank 0 sent, as a real peer would, then misbehave.
+  uint8_t credit[wire::kFrameHeaderSize];
+  ASSERT_TRUE(tcp::recvAll(m.to_rank0.get(), credit, sizeof(credit), Deadline::after(std::chrono::seconds(5)), "r0")
+                  .isOk());
+  sendRaw(m.to_rank0.get(), GetParam().make());
+  Status st = pending->wait(Deadline::after(std::chrono::seconds(5)));
+  EXPECT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find(GetParam().expected), std::string::npos) << st.toString();
+  EXPECT_NE(m.mesh[0].pair(2).status().message().find("rank 2"), std::string::npos)
+      << m.mesh[0].pair(2).status().toString();
+  // The socket to the bad peer is closed by rank 0.
+  uint8_t byte;
+  Status closed = tcp::recvAll(m.to_rank0.get(), &byte, 1, Deadline::after(std::chrono::seconds(5)), "rank 0");
+  EXPECT_EQ(closed.code(), StatusCode::kConnectionError) << closed.toString();
+  // Ranks 0 and 1 go on.
+  Buffer out = makeBuffer(m.mesh[1], 1000, 3);
+  auto r = m.mesh[0].pair(1).recv(0, *in.region, 0, 1000);
+  auto s = m.mesh[1].pair(0).send(0, *out.region, 0, 1000);
+  ASSERT_TRUE(r->wait(Deadline::after(std::chrono::seconds(10))).isOk()) << r->status().toString();
+  EXPECT_EQ(poseidon::testing::firstMismatch(in.bytes.data(), 1000, 3), -1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Frames, BadPeer, ::testing::ValuesIn(badFrames()),
+                         [](const auto& param_info) { return param_info.param.name; });
+
+TEST(Handshake, WrongVersionIsRefusedWithBothVersionsNamed) {
+  DeviceOptions options;
+  options.secret = kSecret;
+  auto device = createDevice(options);
+  ASSERT_TRUE(device.isOk());
+  auto context = (*device)->createContext(0, 2, "version");
+  ASSERT_TRUE(context.isOk());
+  auto host_port = tcp::splitHostPort((*device)->listenAddress());
+  auto address = tcp::resolve(host_port->first, host_port->second);
+  auto fd = tcp::connectWithRetry(*address, Deadline::after(std::chrono::seconds(5)));
+  ASSERT_TRUE(fd.isOk());
+  wire::ClientHello hello;
+  hello.version = 99;
+  hello.context_id = wire::contextId("version");
+  hello.src_rank = 1;
+  hello.num_streams = 1;
+  Status st = tcp::clientHandshake(fd->get(), kSecret, hello, Deadline::after(std::chrono::seconds(5)), "rank 0");
+  EXPECT_EQ(st.code(), StatusCode::kAuthError);
+  EXPECT_NE(st.message().find("version 1"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("speaks 99"), std::string::npos) << st.message();
+}
+
+TEST(Handshake, GarbageInsteadOfHelloIsDroppedAndTheDeviceGoesOn) {
+  DeviceOptions options;
+  options.secret = kSecret;
+  options.handshake_timeout = std::chrono::milliseconds(500);
+  auto m = poseidon::testing::makeMesh(2, options, "garbage");
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  auto host_port = tcp::splitHostPort(m->devices[0]->listenAddress());
+  auto address = tcp::resolve(host_port->first, host_port->second);
+  auto fd = tcp::connectWithRetry(*address, Deadline::after(std::chrono::seconds(5)));
+  ASSERT_TRUE(fd.isOk());
+  const std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n" + std::string(64, 'x');
+  ASSERT_TRUE(tcp::sendAll(fd->get(), http.data(), http.size(), Deadline::after(std::chrono::seconds(2)), "d").isOk());
+  uint8_t byte;
+  EXPECT_EQ(tcp::recvAll(fd->get(), &byte, 1, Deadline::after(std::chrono::seconds(5)), "d").code(),
+            StatusCode::kConnectionError);
+  Buffer in = makeBuffer((*m)[0], 100), out = makeBuffer((*m)[1], 100, 2);
+  auto r = (*m)[0].pair(1).recv(0, *in.region, 0, 100);
+  auto s = (*m)[1].pair(0).send(0, *out.region, 0, 100);
+  EXPECT_TRUE(r->wait(Deadline::after(std::chrono::seconds(5))).isOk());
+}
+
+}  // namespace
+}  // namespace poseidon::transport
