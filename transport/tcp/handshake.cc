@@ -17,9 +17,9 @@ Status clientHandshake(int fd, const std::string& secret, const wire::ClientHell
                                .withContext("handshake with " + peer));
   auto reply = wire::decodeServerHello(reply_bytes, peer);
   if (!reply) return reply.status();
-  if (reply->verdict == Verdict::kVersionMismatch || reply->version != wire::kProtocolVersion) {
+  if (reply->verdict == Verdict::kVersionMismatch || reply->version != hello.version) {
     return makeStatus(StatusCode::kAuthError, "{} speaks protocol version {}, this build speaks {}: refused", peer,
-                      reply->version, wire::kProtocolVersion);
+                      reply->version, hello.version);
   }
   if (reply->verdict != Verdict::kAccepted) {
     return makeStatus(StatusCode::kAuthError, "{} refused the connection: {}", peer, wire::verdictName(reply->verdict));

@@ -447,8 +447,13 @@ void TcpPair::fail(Status cause) {
     for (auto& waiter : imm_waiters_) done.push_back({waiter, cause.withContext(waiter->what())});
     imm_waiters_.clear();
   }
-  if (cause.code() != StatusCode::kConnectionError || cause.message().find("was closed") == std::string::npos) {
-    spdlog::warn("transport: connection to {} failed: {}", peerName(), cause.toString());
+  // A peer that closes with nothing pending is a normal end of a job; one that takes requests
+  // down with it, or breaks the protocol, is worth a warning.
+  if (!done.empty() || cause.code() == StatusCode::kProtocolError) {
+    spdlog::warn("transport: connection to {} failed with {} requests pending: {}", peerName(), done.size(),
+                 cause.toString());
+  } else {
+    spdlog::debug("transport: connection to {} ended: {}", peerName(), cause.toString());
   }
   completeAll(done);
 }

@@ -71,8 +71,8 @@ Result<FrameHeader> decodeHeader(const uint8_t* in, const DecodeLimits& limits, 
     return makeStatus(StatusCode::kProtocolError, "frame reserved field 0x{:08x} from {} is not 0", reserved, peer);
   }
   if (h.length > limits.max_payload) {
-    return makeStatus(StatusCode::kProtocolError, "frame length {} from {} exceeds limit {}", h.length, peer,
-                      limits.max_payload);
+    return makeStatus(StatusCode::kProtocolError, "frame length {} exceeds limit {} from {}", h.length,
+                      limits.max_payload, peer);
   }
   const bool control = h.type == FrameType::kCredit || h.type == FrameType::kSendError;
   if (control && h.length != 0) {
