@@ -7,10 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "tests/linkem/process.h"
+#include "tests/support/process.h"
 
 namespace poseidon::linkem::test {
 namespace {
+
+using poseidon::testing::ChildProcess;
+using poseidon::testing::ProcessResult;
+using poseidon::testing::read_file;
+using poseidon::testing::run_process;
 
 ProcessResult linkem(std::vector<std::string> args) {
   args.insert(args.begin(), POSEIDON_LINKEM_BINARY);

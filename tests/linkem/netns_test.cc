@@ -24,11 +24,16 @@
 #include <thread>
 #include <vector>
 
-#include "tests/linkem/process.h"
+#include "tests/support/process.h"
 #include "tools/linkem/netns_tun.h"
 
 namespace poseidon::linkem::test {
 namespace {
+
+using poseidon::testing::ChildProcess;
+using poseidon::testing::ProcessResult;
+using poseidon::testing::read_file;
+using poseidon::testing::run_process;
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;

@@ -1,5 +1,5 @@
 #pragma once
-// Child processes for the linkem tests: run a command to completion, or keep one running.
+// Child processes for tests: run a command to completion, or keep one running.
 
 #include <sys/types.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace poseidon::linkem::test {
+namespace poseidon::testing {
 
 struct ProcessResult {
   int exit_code = -1;  // the exit status, or 128 + signal when killed, -1 when it did not start
@@ -39,4 +39,4 @@ class ChildProcess {
 
 std::string read_file(const std::string& path);
 
-}  // namespace poseidon::linkem::test
+}  // namespace poseidon::testing

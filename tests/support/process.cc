@@ -1,4 +1,4 @@
-#include "tests/linkem/process.h"
+#include "tests/support/process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-namespace poseidon::linkem::test {
+namespace poseidon::testing {
 namespace {
 
 int decode(int status) {
@@ -106,4 +106,4 @@ int ChildProcess::stop(int signal, std::chrono::milliseconds timeout) {
   return exit_code_;
 }
 
-}  // namespace poseidon::linkem::test
+}  // namespace poseidon::testing
