@@ -1,0 +1,817 @@
+// Bootstrap: the stores ranks rendezvous through, the launcher environment, and openStore.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "transport/bootstrap/file_store.h"
+#include "transport/bootstrap/launch_env.h"
+#include "transport/bootstrap/open_store.h"
+#include "transport/bootstrap/socket_io.h"
+#include "transport/bootstrap/store.h"
+#include "transport/bootstrap/store_protocol.h"
+#include "transport/bootstrap/tcp_store.h"
+#include "transport/bootstrap/tcp_store_server.h"
+
+namespace poseidon::transport::bootstrap {
+namespace {
+
+using namespace std::chrono_literals;
+using Bytes = std::vector<uint8_t>;
+
+Bytes bytes(const std::string& text) { return {text.begin(), text.end()}; }
+
+Deadline soon() { return Deadline::after(5s); }
+
+std::unique_ptr<TcpStoreServer> startServer() {
+  Result<std::unique_ptr<TcpStoreServer>> server = TcpStoreServer::start("127.0.0.1", 0);
+  if (!server) ADD_FAILURE() << server.status().toString();
+  return server ? std::move(*server) : nullptr;
+}
+
+std::unique_ptr<TcpStore> connectTo(uint16_t port) {
+  Result<std::unique_ptr<TcpStore>> store = TcpStore::connect("127.0.0.1", port, soon());
+  if (!store) ADD_FAILURE() << store.status().toString();
+  return store ? std::move(*store) : nullptr;
+}
+
+// A port nothing listens on right now (bound and released; tests reuse it at once).
+uint16_t unusedPort() {
+  auto server = startServer();
+  return server ? server->port() : 0;
+}
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Captures what the library logs (from any thread), to check that a dropped connection says why.
+class LogCapture {
+ public:
+  LogCapture()
+      : previous_(spdlog::default_logger()), sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink_));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  std::string text() const {
+    std::string all;
+    for (const std::string& line : sink_->last_formatted()) all += line;
+    return all;
+  }
+
+ private:
+  std::shared_ptr<spdlog::logger> previous_;
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+};
+
+// A raw connection, for sending what no TcpStore would.
+UniqueFd rawConnect(uint16_t port) {
+  Result<UniqueFd> fd = connectOnce("127.0.0.1", port, soon());
+  if (!fd) ADD_FAILURE() << fd.status().toString();
+  return fd ? std::move(*fd) : UniqueFd();
+}
+
+void sendRaw(int fd, const Bytes& data) {
+  ASSERT_TRUE(sendAll(fd, data.data(), data.size(), soon(), "test server").isOk());
+}
+
+// True when the peer closes (or resets) the connection before the deadline; reads and drops
+// anything it sends first (the server's error reply).
+bool closedByPeer(int fd, Deadline deadline) {
+  uint8_t buffer[4096];
+  while (!deadline.expired()) {
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n == 0) return true;
+    if (n < 0 && errno == ECONNRESET) return true;
+    if (n < 0 && errno != EAGAIN && errno != EINTR) return true;
+    if (n < 0) {
+      pollfd p{fd, POLLIN, 0};
+      ::poll(&p, 1, 50);
+    }
+  }
+  return false;
+}
+
+Bytes header(uint32_t magic, uint16_t version, uint16_t op, uint32_t key_bytes, uint32_t value_bytes) {
+  Bytes out;
+  auto put = [&](uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  put(magic, 4);
+  put(version, 2);
+  put(op, 2);
+  put(key_bytes, 4);
+  put(value_bytes, 4);
+  return out;
+}
+
+// Resident memory of this process (server and clients share it in these tests).
+size_t residentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0;
+  size_t resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char templ[] = "/tmp/poseidon_bootstrap_test_XXXXXX";
+    const char* made = ::mkdtemp(templ);
+    EXPECT_NE(made, nullptr);
+    path_ = made ? made : "/tmp/poseidon_bootstrap_test_failed";
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Behaviour every Store must have, run against both implementations.
+
+class StoreSemantics : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "tcp") {
+      server_ = startServer();
+      ASSERT_NE(server_, nullptr);
+    }
+  }
+  std::unique_ptr<Store> open() {
+    if (GetParam() == "tcp") return connectTo(server_->port());
+    Result<std::unique_ptr<FileStore>> store = FileStore::open(dir_.path());
+    EXPECT_TRUE(store) << store.status().toString();
+    return store ? std::move(*store) : nullptr;
+  }
+  // Where timeouts must say they were waiting.
+  std::string address() const { return GetParam() == "tcp" ? server_->address() : dir_.path(); }
+
+  TempDir dir_;
+  std::unique_ptr<TcpStoreServer> server_;
+};
+
+TEST_P(StoreSemantics, SetGetAdd) {
+  auto store = open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->set("alpha", bytes("one")).isOk());
+  Result<Bytes> got = store->get("alpha", soon());
+  ASSERT_TRUE(got) << got.status().toString();
+  EXPECT_EQ(*got, bytes("one"));
+
+  ASSERT_TRUE(store->set("alpha", bytes("two")).isOk());  // replaces
+  EXPECT_EQ(getString(*store, "alpha", soon()).value(), "two");
+
+  ASSERT_TRUE(store->set("empty", {}).isOk());
+  EXPECT_EQ(store->get("empty", soon()).value(), Bytes{});
+
+  // Keys with separators and arbitrary bytes.
+  const std::string odd_key = std::string("rank/3/addr\x01\xff%", 15);
+  ASSERT_TRUE(setString(*store, odd_key, "10.0.0.3:4000").isOk());
+  EXPECT_EQ(getString(*store, odd_key, soon()).value(), "10.0.0.3:4000");
+  const std::string long_key(kMaxKeyBytes, 'k');
+  ASSERT_TRUE(setString(*store, long_key, "long").isOk());
+  EXPECT_EQ(getString(*store, long_key, soon()).value(), "long");
+
+  EXPECT_EQ(store->add("counter", 5).value(), 5);
+  EXPECT_EQ(store->add("counter", -2).value(), 3);
+  EXPECT_EQ(store->add("counter", 0).value(), 3);
+  EXPECT_EQ(getString(*store, "counter", soon()).value(), "3");
+}
+
+TEST_P(StoreSemantics, AddOnANonCounterFailsAndTheStoreGoesOn) {
+  auto store = open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(setString(*store, "text", "hello").isOk());
+  Result<int64_t> sum = store->add("text", 1);
+  ASSERT_FALSE(sum);
+  EXPECT_EQ(sum.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(sum.status().message().find("'text'"), std::string::npos) << sum.status().message();
+  EXPECT_NE(sum.status().message().find("hello"), std::string::npos) << sum.status().message();
+
+  ASSERT_TRUE(setString(*store, "big", std::to_string(INT64_MAX)).isOk());
+  Result<int64_t> overflow = store->add("big", 1);
+  ASSERT_FALSE(overflow);
+  EXPECT_NE(overflow.status().message().find("overflow"), std::string::npos) << overflow.status().message();
+
+  EXPECT_EQ(store->add("fine", 1).value(), 1);
+}
+
+TEST_P(StoreSemantics, OversizedKeyOrValueIsRefusedBeforeSending) {
+  auto store = open();
+  ASSERT_NE(store, nullptr);
+  Status status = store->set(std::string(kMaxKeyBytes + 1, 'k'), bytes("v"));
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("4097 bytes"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("4096"), std::string::npos) << status.message();
+  status = store->set("big", Bytes(kMaxValueBytes + 1));
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find(std::to_string(kMaxValueBytes + 1)), std::string::npos) << status.message();
+}
+
+TEST_P(StoreSemantics, GetWaitsUntilAnotherThreadSets) {
+  auto reader = open();
+  auto writer = open();
+  ASSERT_NE(reader, nullptr);
+  ASSERT_NE(writer, nullptr);
+  const auto start = Clock::now();
+  std::thread late_writer([&] {
+    std::this_thread::sleep_for(200ms);
+    EXPECT_TRUE(setString(*writer, "late", "here").isOk());
+  });
+  Result<std::string> got = getString(*reader, "late", soon());
+  late_writer.join();
+  ASSERT_TRUE(got) << got.status().toString();
+  EXPECT_EQ(*got, "here");
+  EXPECT_GE(secondsSince(start), 0.15);
+}
+
+TEST_P(StoreSemantics, GetTimesOutNamingTheKeyAndTheStore) {
+  auto store = open();
+  ASSERT_NE(store, nullptr);
+  const auto start = Clock::now();
+  Result<Bytes> got = store->get("never/set", Deadline::after(300ms));
+  const double waited = secondsSince(start);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.status().code(), StatusCode::kTimeout);
+  EXPECT_NE(got.status().message().find("'never/set'"), std::string::npos) << got.status().message();
+  EXPECT_NE(got.status().message().find(address()), std::string::npos) << got.status().message();
+  EXPECT_GE(waited, 0.25);
+  EXPECT_LT(waited, 2.0);
+
+  // The store still works afterwards, also for the key that was waited for.
+  ASSERT_TRUE(setString(*store, "never/set", "now").isOk());
+  EXPECT_EQ(getString(*store, "never/set", soon()).value(), "now");
+}
+
+TEST_P(StoreSemantics, AddIsAtomicAcrossThreadsAndClients) {
+  constexpr int kThreads = 4;
+  constexpr int kAddsPerThread = 50;
+  auto shared = open();
+  ASSERT_NE(shared, nullptr);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Half the threads share one client, half have their own.
+      std::unique_ptr<Store> own = t % 2 == 0 ? open() : nullptr;
+      Store& store = own ? *own : *shared;
+      for (int i = 0; i < kAddsPerThread; ++i) EXPECT_TRUE(store.add("hits", 1));
+      EXPECT_TRUE(setString(store, fmt::format("thread/{}", t), std::to_string(t)).isOk());
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(shared->add("hits", 0).value(), kThreads * kAddsPerThread);
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(getString(*shared, fmt::format("thread/{}", t), soon()).value(), std::to_string(t));
+  }
+}
+
+TEST_P(StoreSemantics, BarrierWithFourThreadsReleasesOnlyWhenAllArrived) {
+  constexpr int kRanks = 4;
+  auto shared = open();
+  ASSERT_NE(shared, nullptr);
+  for (int round = 0; round < 2; ++round) {
+    std::atomic<int> arrived{0};
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < kRanks; ++r) {
+      ranks.emplace_back([&, r] {
+        std::unique_ptr<Store> own = r == 0 ? open() : nullptr;  // rank 0 on its own client
+        Store& store = own ? *own : *shared;
+        std::this_thread::sleep_for(std::chrono::milliseconds(30 * r));
+        arrived.fetch_add(1);
+        Status status = barrier(store, fmt::format("start/{}", round), kRanks, soon());
+        EXPECT_TRUE(status.isOk()) << status.toString();
+        EXPECT_EQ(arrived.load(), kRanks) << "rank " << r << " left the barrier early";
+      });
+    }
+    for (auto& rank : ranks) rank.join();
+  }
+}
+
+TEST_P(StoreSemantics, BarrierTimeoutSaysHowManyArrived) {
+  auto store = open();
+  ASSERT_NE(store, nullptr);
+  Status status = barrier(*store, "lonely", 3, Deadline::after(200ms));
+  EXPECT_EQ(status.code(), StatusCode::kTimeout);
+  EXPECT_NE(status.message().find("'lonely'"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("1 of 3"), std::string::npos) << status.message();
+  EXPECT_EQ(barrier(*store, "bad", 0, soon()).code(), StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreSemantics, ::testing::Values("tcp", "file"),
+                         [](const auto& test) { return test.param; });
+
+// ---------------------------------------------------------------------------------------------
+// TCP store: what only the network side can get wrong.
+
+TEST(TcpStore, ReportsItsEphemeralPortAndAddress) {
+  auto server = startServer();
+  ASSERT_NE(server, nullptr);
+  EXPECT_NE(server->port(), 0);
+  EXPECT_EQ(server->address(), fmt::format("127.0.0.1:{}", server->port()));
+}
+
+TEST(TcpStore, BindingABusyPortFailsNamingIt) {
+  auto server = startServer();
+  ASSERT_NE(server, nullptr);
+  Result<std::unique_ptr<TcpStoreServer>> second = TcpStoreServer::start("127.0.0.1", server->port());
+  ASSERT_FALSE(second);
+  EXPECT_NE(second.status().message().find(std::to_string(server->port())), std::string::npos)
+      << second.status().message();
+}
+
+TEST(TcpStore, LargeValuesRoundTrip) {
+  auto server = startServer();
+  ASSERT_NE(server, nullptr);
+  auto writer = connectTo(server->port());
+  auto reader = connectTo(server->port());
+  Bytes value(8 << 20);
+  for (size_t i = 0; i < value.size(); ++i) value[i] = static_cast<uint8_t>(i * 7 + 3);
+  // The reader parks first, so the server answers it from the wake-up path.
+  std::thread parked([&] {
+    Result<Bytes> got = reader->get("blob", soon());
+    ASSERT_TRUE(got) << got.status().toString();
+    EXPECT_TRUE(*got == value);
+  });
+  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(writer->set("blob", value).isOk());
+  parked.join();
+  EXPECT_TRUE(writer->get("blob", soon()).value() == value);
+}
+
+TEST(TcpStore, GarbageClosesOnlyThatConnection) {
+  LogCapture log;
+  auto server = startServer();
+  ASSERT_NE(server, nullptr);
+  auto good = connectTo(server->port());
+  ASSERT_NE(good, nullptr);
+  ASSERT_TRUE(setString(*good, "before", "yes").isOk());
+
+  // A well-behaved client parked in get() must survive everything below too.
+  auto waiter = connectTo(server->port());
+  std::thread parked([&] { EXPECT_EQ(getString(*waiter, "after", soon()).value(), "done"); });
+
+  struct Case {
+    const char* what;
+    Bytes data;
+    const char* logged;  // part of the reason the server must log
+  };
+  const uint32_t magic = kStoreMagic;
+  const std::vector<Case> cases = {
+      {"bad magic", header(0xdeadbeef, 1, 1, 1, 1), "magic 0xdeadbeef"},
+      {"bad version", header(magic, 9, 1, 1, 1), "version 9"},
+      {"bad op", header(magic, 1, 77, 1, 1), "op 77"},
+      {"absurd value length", header(magic, 1, 1, 3, 0xFFFFFFFF), "4294967295 exceeds limit"},
+      {"absurd key length", header(magic, 1, 2, 0xFFFFFFFF, 0), "key length 4294967295"},
+      {"get with a body", header(magic, 1, 2, 1, 5), "value length 5, expected 0"},
+      {"add with a short delta", header(magic, 1, 3, 1, 4), "value length 4, expected 8"},
+      {"text instead of a header", bytes("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), "magic 0x20544547"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    UniqueFd raw = rawConnect(server->port());
+    ASSERT_TRUE(raw.valid());
+    sendRaw(raw.get(), c.data);
+    EXPECT_TRUE(closedByPeer(raw.get(), Deadline::after(2s))) << "server kept a connection that sent " << c.what;
+    EXPECT_NE(log.text().find(c.logged), std::string::npos) << log.text();
+    // Every other client is still served.
+    EXPECT_EQ(getString(*good, "before", soon()).value(), "yes");
+  }
+
+  // A client that hangs up in the middle of a request.
+  {
+    UniqueFd raw = rawConnect(server->port());
+    Bytes partial = header(magic, 1, 1, 3, 100);
+    partial.push_back('k');
+    sendRaw(raw.get(), partial);
+  }
+  EXPECT_EQ(good->add("count", 1).value(), 1);
+  ASSERT_TRUE(setString(*good, "after", "done").isOk());
+  parked.join();
+}
+
+TEST(TcpStore, ServerDestroyedWhileClientWaitsGivesConnectionError) {
+  auto server = startServer();
+  ASSERT_NE(server, nullptr);
+  auto client = connectTo(server->port());
+  ASSERT_NE(client, nullptr);
+  const auto start = Clock::now();
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(200ms);
+    server.reset();
+  });
+  Result<Bytes> got = client->get("never", Deadline::after(5s));
+  const double waited = secondsSince(start);
+  stopper.join();
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.status().code(), StatusCode::kConnectionError) << got.status().toString();
+  EXPECT_NE(got.status().message().find("'never'"), std::string::npos) << got.status().message();
+  EXPECT_LT(waited, 2.0);
+
+  // Later calls fail at once too: the server is gone, nothing retries until a deadline.
+  const auto again = Clock::now();
+  EXPECT_EQ(client->set("k", bytes("v")).code(), StatusCode::kConnectionError);
+  EXPECT_EQ(client->get("k", Deadline::after(5s)).status().code(), StatusCode::kConnectionError);
+  EXPECT_LT(secondsSince(again), 2.0);
+}
+
+TEST(TcpStore, ConnectRetriesUntilTheServerComesUp) {
+  const uint16_t port = unusedPort();
+  ASSERT_NE(port, 0);
+  std::unique_ptr<TcpStoreServer> server;
+  std::thread late_root([&] {
+    std::this_thread::sleep_for(300ms);
+    Result<std::unique_ptr<TcpStoreServer>> started = TcpStoreServer::start("127.0.0.1", port);
+    ASSERT_TRUE(started) << started.status().toString();
+    server = std::move(*started);
+  });
+  Result<std::unique_ptr<TcpStore>> client = TcpStore::connect("127.0.0.1", port, soon());
+  late_root.join();
+  ASSERT_TRUE(client) << client.status().toString();
+  EXPECT_TRUE(setString(**client, "k", "v").isOk());
+}
+
+TEST(TcpStore, ConnectGivesUpAtTheDeadlineNamingTheAddress) {
+  const uint16_t port = unusedPort();
+  ASSERT_NE(port, 0);
+  const auto start = Clock::now();
+  Result<std::unique_ptr<TcpStore>> client = TcpStore::connect("127.0.0.1", port, Deadline::after(300ms));
+  const double waited = secondsSince(start);
+  ASSERT_FALSE(client);
+  EXPECT_EQ(client.status().code(), StatusCode::kConnectionError);
+  EXPECT_NE(client.status().message().find(fmt::format("127.0.0.1:{}", port)), std::string::npos)
+      << client.status().message();
+  EXPECT_GE(waited, 0.25);
+  EXPECT_LT(waited, 2.0);
+}
+
+TEST(TcpStore, ServerRefusesToHoldMoreThanItsLimit) {
+  TcpStoreServerOptions options;
+  options.max_total_bytes = 1000;
+  Result<std::unique_ptr<TcpStoreServer>> server = TcpStoreServer::start("127.0.0.1", 0, options);
+  ASSERT_TRUE(server);
+  auto client = connectTo((*server)->port());
+  ASSERT_TRUE(client->set("small", Bytes(500)).isOk());
+  Status status = client->set("large", Bytes(600));
+  ASSERT_FALSE(status.isOk());
+  // The server says why before closing, unless the close overtakes the reply (a reset).
+  if (status.code() != StatusCode::kConnectionError) {
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(status.message().find("limit 1000"), std::string::npos) << status.message();
+  }
+  // Replacing a value frees its room; the client reconnects after the dropped connection.
+  EXPECT_TRUE(client->set("small", Bytes(10)).isOk());
+  EXPECT_TRUE(client->set("large", Bytes(600)).isOk());
+  EXPECT_EQ(client->get("large", soon()).value().size(), 600u);
+}
+
+TEST(TcpStore, ManyClientsAnnouncingHugeValuesCostNothingUntilTheBytesArrive) {
+  auto server = startServer();
+  ASSERT_NE(server, nullptr);
+  // Each announces a 60 MiB set and sends 10 bytes: the server must not set aside 60 MiB each.
+  const size_t rss_before = residentBytes();
+  std::vector<UniqueFd> hogs;
+  for (int i = 0; i < 8; ++i) {
+    hogs.push_back(rawConnect(server->port()));
+    Bytes data = header(kStoreMagic, 1, 1, 1, 60u << 20);
+    data.resize(data.size() + 10, 'x');
+    sendRaw(hogs.back().get(), data);
+  }
+  auto client = connectTo(server->port());
+  ASSERT_TRUE(setString(*client, "k", "v").isOk());
+  EXPECT_EQ(getString(*client, "k", soon()).value(), "v");
+  std::this_thread::sleep_for(50ms);  // let the server read every header
+  EXPECT_LT(residentBytes(), rss_before + (64u << 20)) << "the server allocated what the headers announced";
+  hogs.clear();  // hanging up mid-request releases their reservations
+  EXPECT_TRUE(client->set("after", Bytes(1 << 20)).isOk());
+}
+
+TEST(TcpStore, ResponseHeadersAreValidatedToo) {
+  // A fake server that answers with an absurd length: the client must refuse, not allocate.
+  Result<UniqueFd> listener = listenOn("127.0.0.1", 0);
+  ASSERT_TRUE(listener);
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(listener->get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const uint16_t port = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  std::thread fake([&] {
+    pollfd p{listener->get(), POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 5000), 1);
+    UniqueFd conn(::accept(listener->get(), nullptr, nullptr));
+    Bytes reply = {0x50, 0x53, 0x54, 0x52, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+    ::send(conn.get(), reply.data(), reply.size(), MSG_NOSIGNAL);
+    uint8_t sink[256];
+    ::recv(conn.get(), sink, sizeof(sink), 0);
+  });
+  Result<std::unique_ptr<TcpStore>> client = TcpStore::connect("127.0.0.1", port, soon());
+  ASSERT_TRUE(client);
+  Result<Bytes> got = (*client)->get("k", soon());
+  fake.join();
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.status().code(), StatusCode::kProtocolError);
+  EXPECT_NE(got.status().message().find("4294967295"), std::string::npos) << got.status().message();
+}
+
+// ---------------------------------------------------------------------------------------------
+// File store specifics.
+
+TEST(FileStore, WritesOneFilePerKeyAndNoTemporariesRemain) {
+  TempDir dir;
+  Result<std::unique_ptr<FileStore>> store = FileStore::open(dir.path() + "/job/1");
+  ASSERT_TRUE(store) << store.status().toString();
+  ASSERT_TRUE(setString(**store, "a/b", "x").isOk());
+  ASSERT_TRUE((*store)->add("n", 2));
+  const std::string long_key(1000, 'z');
+  ASSERT_TRUE(setString(**store, long_key, "y").isOk());
+  EXPECT_TRUE(std::filesystem::exists((*store)->pathFor("a/b")));
+  EXPECT_LE(std::filesystem::path((*store)->pathFor(long_key)).filename().string().size(), 255u);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path() + "/job/1")) {
+    EXPECT_EQ(entry.path().filename().string().rfind(".tmp", 0), std::string::npos) << entry.path();
+  }
+}
+
+TEST(FileStore, AddGivesUpWhenTheLockIsHeld) {
+  TempDir dir;
+  FileStoreOptions options;
+  options.lock_timeout = 200ms;
+  Result<std::unique_ptr<FileStore>> store = FileStore::open(dir.path(), options);
+  ASSERT_TRUE(store);
+  UniqueFd lock(::open((dir.path() + "/.lock").c_str(), O_RDWR | O_CREAT, 0644));
+  ASSERT_EQ(::flock(lock.get(), LOCK_EX), 0);
+  Result<int64_t> sum = (*store)->add("n", 1);
+  ASSERT_FALSE(sum);
+  EXPECT_EQ(sum.status().code(), StatusCode::kTimeout);
+  EXPECT_NE(sum.status().message().find(".lock"), std::string::npos) << sum.status().message();
+  lock.reset();
+  EXPECT_EQ((*store)->add("n", 1).value(), 1);
+}
+
+TEST(FileStore, OpenRefusesAPathThatIsAFile) {
+  TempDir dir;
+  const std::string file = dir.path() + "/plain";
+  { UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT, 0644)); }
+  Result<std::unique_ptr<FileStore>> store = FileStore::open(file);
+  ASSERT_FALSE(store);
+  EXPECT_NE(store.status().message().find(file), std::string::npos) << store.status().message();
+  EXPECT_EQ(FileStore::open("").status().code(), StatusCode::kInvalidArgument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launcher environment.
+
+EnvLookup fakeEnv(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+LaunchInfo detectOk(std::map<std::string, std::string> vars) {
+  Result<LaunchInfo> info = detectLaunch(fakeEnv(std::move(vars)));
+  EXPECT_TRUE(info) << info.status().toString();
+  return info ? *info : LaunchInfo{};
+}
+
+std::string detectError(std::map<std::string, std::string> vars) {
+  Result<LaunchInfo> info = detectLaunch(fakeEnv(std::move(vars)));
+  EXPECT_FALSE(info) << "expected an error";
+  return info ? std::string() : info.status().message();
+}
+
+TEST(LaunchEnv, PlainVariables) {
+  LaunchInfo info = detectOk({{"POSEIDON_RANK", "2"}, {"POSEIDON_SIZE", "4"}, {"POSEIDON_LOCAL_RANK", "1"},
+                              {"POSEIDON_ROOT", "10.0.0.1:5000"}});
+  EXPECT_EQ(info.source, "poseidon");
+  EXPECT_EQ(info.rank, 2);
+  EXPECT_EQ(info.size, 4);
+  EXPECT_EQ(info.local_rank, 1);
+  EXPECT_EQ(info.root_host, "10.0.0.1");
+  EXPECT_EQ(info.root_port, 5000);
+  EXPECT_FALSE(info.file_store_dir);
+}
+
+TEST(LaunchEnv, OpenMpi) {
+  LaunchInfo info = detectOk({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"},
+                              {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"POSEIDON_ROOT", "node01:29500"}});
+  EXPECT_EQ(info.source, "openmpi");
+  EXPECT_EQ(info.rank, 5);
+  EXPECT_EQ(info.size, 8);
+  EXPECT_EQ(info.local_rank, 1);
+  EXPECT_EQ(info.root_host, "node01");
+  EXPECT_EQ(info.root_port, 29500);
+}
+
+TEST(LaunchEnv, Slurm) {
+  LaunchInfo info = detectOk({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"},
+                              {"POSEIDON_ROOT", "[fe80::1]:7000"}});
+  EXPECT_EQ(info.source, "slurm");
+  EXPECT_EQ(info.rank, 3);
+  EXPECT_EQ(info.size, 4);
+  EXPECT_EQ(info.local_rank, 0);
+  EXPECT_EQ(info.root_host, "fe80::1");
+  EXPECT_EQ(info.root_port, 7000);
+}
+
+TEST(LaunchEnv, PrecedencePlainThenOpenMpiThenSlurm) {
+  const std::map<std::string, std::string> slurm = {{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}};
+  const std::map<std::string, std::string> ompi = {{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}};
+  const std::map<std::string, std::string> plain = {{"POSEIDON_RANK", "0"}, {"POSEIDON_SIZE", "6"}};
+  auto merged = [](std::initializer_list<std::map<std::string, std::string>> parts) {
+    std::map<std::string, std::string> all = {{"POSEIDON_ROOT", "127.0.0.1:1234"}};
+    for (const auto& part : parts) all.insert(part.begin(), part.end());
+    return all;
+  };
+  LaunchInfo all = detectOk(merged({slurm, ompi, plain}));
+  EXPECT_EQ(all.source, "poseidon");
+  EXPECT_EQ(all.size, 6);
+  LaunchInfo mpi_in_slurm = detectOk(merged({slurm, ompi}));
+  EXPECT_EQ(mpi_in_slurm.source, "openmpi");
+  EXPECT_EQ(mpi_in_slurm.rank, 3);
+  LaunchInfo just_slurm = detectOk(merged({slurm}));
+  EXPECT_EQ(just_slurm.source, "slurm");
+  EXPECT_EQ(just_slurm.rank, 1);
+}
+
+TEST(LaunchEnv, SingleProcessDefaultsTheRoot) {
+  LaunchInfo info = detectOk({{"POSEIDON_RANK", "0"}, {"POSEIDON_SIZE", "1"}});
+  EXPECT_EQ(info.root_host, "127.0.0.1");
+  EXPECT_EQ(info.root_port, 29500);
+  EXPECT_EQ(info.local_rank, 0);
+}
+
+TEST(LaunchEnv, StoreDirMakesTheRootOptional) {
+  LaunchInfo info = detectOk({{"POSEIDON_RANK", "1"}, {"POSEIDON_SIZE", "2"}, {"POSEIDON_STORE_DIR", "/shared/job7"}});
+  ASSERT_TRUE(info.file_store_dir);
+  EXPECT_EQ(*info.file_store_dir, "/shared/job7");
+  EXPECT_NE(detectError({{"POSEIDON_RANK", "1"}, {"POSEIDON_SIZE", "2"}, {"POSEIDON_STORE_DIR", ""}})
+                .find("POSEIDON_STORE_DIR is set but empty"),
+            std::string::npos);
+}
+
+TEST(LaunchEnv, ErrorsNameTheVariableTheValueAndTheExpectation) {
+  EXPECT_EQ(detectError({{"POSEIDON_RANK", "abc"}, {"POSEIDON_SIZE", "4"}}),
+            "POSEIDON_RANK=abc is not an integer in [0, POSEIDON_SIZE) (POSEIDON_SIZE=4)");
+  EXPECT_EQ(detectError({{"POSEIDON_RANK", "4"}, {"POSEIDON_SIZE", "4"}}),
+            "POSEIDON_RANK=4 is not an integer in [0, POSEIDON_SIZE) (POSEIDON_SIZE=4)");
+  EXPECT_EQ(detectError({{"OMPI_COMM_WORLD_RANK", "-1"}, {"OMPI_COMM_WORLD_SIZE", "4"}}),
+            "OMPI_COMM_WORLD_RANK=-1 is not an integer in [0, OMPI_COMM_WORLD_SIZE) (OMPI_COMM_WORLD_SIZE=4)");
+  EXPECT_EQ(detectError({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "0"}}),
+            "SLURM_NTASKS=0 is not an integer in [1, 2147483647]");
+  EXPECT_EQ(detectError({{"POSEIDON_RANK", "0"}, {"POSEIDON_SIZE", "99999999999"}}),
+            "POSEIDON_SIZE=99999999999 is not an integer in [1, 2147483647]");
+  EXPECT_EQ(detectError({{"POSEIDON_RANK", " 1"}, {"POSEIDON_SIZE", "2"}}),
+            "POSEIDON_RANK=' 1' is not an integer in [0, POSEIDON_SIZE) (POSEIDON_SIZE=2)");
+  EXPECT_EQ(detectError({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "x"},
+                         {"POSEIDON_ROOT", "h:1"}}),
+            "SLURM_LOCALID=x is not an integer in [0, SLURM_NTASKS) (SLURM_NTASKS=2)");
+  EXPECT_EQ(detectError({{"POSEIDON_RANK", "1"}}),
+            "POSEIDON_RANK=1 is set but POSEIDON_SIZE is not; expected both (poseidon launch)");
+  EXPECT_EQ(detectError({{"OMPI_COMM_WORLD_SIZE", "2"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}),
+            "OMPI_COMM_WORLD_SIZE=2 is set but OMPI_COMM_WORLD_RANK is not; expected both (openmpi launch)");
+}
+
+TEST(LaunchEnv, NothingFoundNamesEveryLauncher) {
+  Result<LaunchInfo> info = detectLaunch(fakeEnv({{"POSEIDON_ROOT", "h:1"}}));
+  ASSERT_FALSE(info);
+  EXPECT_EQ(info.status().code(), StatusCode::kUnavailable);
+  for (const char* name : {"POSEIDON_RANK", "POSEIDON_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                           "SLURM_PROCID", "SLURM_NTASKS"}) {
+    EXPECT_NE(info.status().message().find(name), std::string::npos) << name << ": " << info.status().message();
+  }
+}
+
+TEST(LaunchEnv, RootAddressErrors) {
+  const std::map<std::string, std::string> two = {{"POSEIDON_RANK", "1"}, {"POSEIDON_SIZE", "2"}};
+  auto withRoot = [&](const std::string& root) {
+    auto vars = two;
+    vars["POSEIDON_ROOT"] = root;
+    return detectError(vars);
+  };
+  const std::string form = "is not host:port (IPv4, hostname or [IPv6]:port)";
+  EXPECT_EQ(detectError(two),
+            "POSEIDON_ROOT is not set; expected host:port (IPv4, hostname or [IPv6]:port) of rank 0's store "
+            "since POSEIDON_SIZE=2 (or set POSEIDON_STORE_DIR to rendezvous through a shared directory)");
+  EXPECT_EQ(withRoot("node01"), "POSEIDON_ROOT=node01 " + form + ": no ':port'");
+  EXPECT_EQ(withRoot("node01:70000"), "POSEIDON_ROOT=node01:70000 " + form +
+                                          ": port '70000' is not an integer in [1, 65535]");
+  EXPECT_EQ(withRoot("node01:0"), "POSEIDON_ROOT=node01:0 " + form + ": port '0' is not an integer in [1, 65535]");
+  EXPECT_EQ(withRoot(":5000"), "POSEIDON_ROOT=:5000 " + form + ": the host is empty");
+  EXPECT_EQ(withRoot("fe80::1:5000"),
+            "POSEIDON_ROOT=fe80::1:5000 " + form + ": an IPv6 address needs brackets, as in [fe80::1]:29500");
+  EXPECT_EQ(withRoot("[fe80::1:5000"), "POSEIDON_ROOT=[fe80::1:5000 " + form + ": '[' without a closing ']'");
+  EXPECT_EQ(withRoot("[fe80::1]5000"), "POSEIDON_ROOT=[fe80::1]5000 " + form + ": no ':port' after ']'");
+  EXPECT_EQ(withRoot("[nothost]:5000"), "POSEIDON_ROOT=[nothost]:5000 " + form + ": 'nothost' is not an IPv6 address");
+  EXPECT_EQ(withRoot("bad host:5000"), "POSEIDON_ROOT='bad host:5000' " + form +
+                                           ": 'bad host' is not an IPv4 address or hostname");
+}
+
+TEST(LaunchEnv, RealEnvironmentOverload) {
+  ::setenv("POSEIDON_RANK", "0", 1);
+  ::setenv("POSEIDON_SIZE", "1", 1);
+  Result<LaunchInfo> info = detectLaunch();
+  ::unsetenv("POSEIDON_RANK");
+  ::unsetenv("POSEIDON_SIZE");
+  ASSERT_TRUE(info) << info.status().toString();
+  EXPECT_EQ(info->size, 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// openStore: four ranks as threads, rank 0 serving.
+
+void runRanks(const std::function<LaunchInfo(int)>& infoFor, int size) {
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < size; ++r) {
+    ranks.emplace_back([&, r] {
+      // Rank 0 starts last, to prove the others wait for it.
+      if (r == 0) std::this_thread::sleep_for(200ms);
+      Result<std::unique_ptr<Store>> store = openStore(infoFor(r), soon());
+      ASSERT_TRUE(store) << "rank " << r << ": " << store.status().toString();
+      ASSERT_TRUE(setString(**store, fmt::format("addr/{}", r), fmt::format("host{}", r)).isOk());
+      for (int peer = 0; peer < size; ++peer) {
+        EXPECT_EQ(getString(**store, fmt::format("addr/{}", peer), soon()).value(), fmt::format("host{}", peer));
+      }
+      // Rank 0 owns the server: nobody may leave (and destroy it) before all are done.
+      EXPECT_TRUE(barrier(**store, "finished", size, soon()).isOk());
+    });
+  }
+  for (auto& rank : ranks) rank.join();
+}
+
+TEST(OpenStore, RankZeroServesTheOthersOverTcp) {
+  const uint16_t port = unusedPort();
+  ASSERT_NE(port, 0);
+  runRanks(
+      [&](int r) {
+        LaunchInfo info;
+        info.rank = r;
+        info.size = 4;
+        info.root_host = "127.0.0.1";
+        info.root_port = port;
+        info.source = "poseidon";
+        return info;
+      },
+      4);
+}
+
+TEST(OpenStore, SharedDirectory) {
+  TempDir dir;
+  runRanks(
+      [&](int r) {
+        LaunchInfo info;
+        info.rank = r;
+        info.size = 4;
+        info.source = "slurm";
+        info.file_store_dir = dir.path() + "/store";
+        return info;
+      },
+      4);
+}
+
+TEST(OpenStore, SingleProcessNeedsNoFixedPort) {
+  // Two single-process jobs on one host with the default root must not collide.
+  LaunchInfo info;
+  info.source = "poseidon";
+  Result<std::unique_ptr<Store>> first = openStore(info, soon());
+  Result<std::unique_ptr<Store>> second = openStore(info, soon());
+  ASSERT_TRUE(first) << first.status().toString();
+  ASSERT_TRUE(second) << second.status().toString();
+  ASSERT_TRUE(setString(**first, "k", "1").isOk());
+  ASSERT_TRUE(setString(**second, "k", "2").isOk());
+  EXPECT_EQ(getString(**first, "k", soon()).value(), "1");
+  EXPECT_TRUE(barrier(**second, "alone", 1, soon()).isOk());
+}
+
+TEST(OpenStore, NoRootGivesConnectionErrorAtTheDeadline) {
+  LaunchInfo info;
+  info.rank = 1;
+  info.size = 2;
+  info.root_port = unusedPort();
+  info.source = "openmpi";
+  Result<std::unique_ptr<Store>> store = openStore(info, Deadline::after(200ms));
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.status().code(), StatusCode::kConnectionError);
+  EXPECT_NE(store.status().message().find("rank 1 of 2"), std::string::npos) << store.status().message();
+}
+
+}  // namespace
+}  // namespace poseidon::transport::bootstrap

@@ -1,0 +1,20 @@
+// openStore: the Store this rank rendezvouses through, as its LaunchInfo describes.
+//
+// With file_store_dir set, every rank opens a FileStore there. Otherwise rank 0 serves a TCP
+// store on root_host:root_port and connects to it like everyone else; the returned Store owns
+// that server, so rank 0 must keep it until the others are done with it (end with a barrier).
+// A job of size 1 serves on an ephemeral port instead, so single-process runs never clash.
+#pragma once
+
+#include <memory>
+
+#include "transport/bootstrap/launch_env.h"
+#include "transport/bootstrap/store.h"
+#include "transport/deadline.h"
+
+namespace poseidon::transport::bootstrap {
+
+// The deadline bounds connecting to rank 0, which may start after this rank.
+Result<std::unique_ptr<Store>> openStore(const LaunchInfo& info, Deadline deadline);
+
+}  // namespace poseidon::transport::bootstrap
