@@ -1,8 +1,6 @@
 // Bootstrap: the stores ranks rendezvous through, the launcher environment, and openStore.
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
@@ -21,11 +19,11 @@
 #include "transport/bootstrap/file_store.h"
 #include "transport/bootstrap/launch_env.h"
 #include "transport/bootstrap/open_store.h"
-#include "transport/bootstrap/socket_io.h"
 #include "transport/bootstrap/store.h"
 #include "transport/bootstrap/store_protocol.h"
 #include "transport/bootstrap/tcp_store.h"
 #include "transport/bootstrap/tcp_store_server.h"
+#include "transport/socket.h"
 
 namespace poseidon::transport::bootstrap {
 namespace {
@@ -79,10 +77,10 @@ class LogCapture {
 };
 
 // A raw connection, for sending what no TcpStore would.
-UniqueFd rawConnect(uint16_t port) {
-  Result<UniqueFd> fd = connectOnce("127.0.0.1", port, soon());
+Fd rawConnect(uint16_t port) {
+  Result<Fd> fd = connectOnce("127.0.0.1", port, soon());
   if (!fd) ADD_FAILURE() << fd.status().toString();
-  return fd ? std::move(*fd) : UniqueFd();
+  return fd ? std::move(*fd) : Fd();
 }
 
 void sendRaw(int fd, const Bytes& data) {
@@ -388,7 +386,7 @@ TEST(TcpStore, GarbageClosesOnlyThatConnection) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
-    UniqueFd raw = rawConnect(server->port());
+    Fd raw = rawConnect(server->port());
     ASSERT_TRUE(raw.valid());
     sendRaw(raw.get(), c.data);
     EXPECT_TRUE(closedByPeer(raw.get(), Deadline::after(2s))) << "server kept a connection that sent " << c.what;
@@ -399,7 +397,7 @@ TEST(TcpStore, GarbageClosesOnlyThatConnection) {
 
   // A client that hangs up in the middle of a request.
   {
-    UniqueFd raw = rawConnect(server->port());
+    Fd raw = rawConnect(server->port());
     Bytes partial = header(magic, 1, 1, 3, 100);
     partial.push_back('k');
     sendRaw(raw.get(), partial);
@@ -489,7 +487,7 @@ TEST(TcpStore, ManyClientsAnnouncingHugeValuesCostNothingUntilTheBytesArrive) {
   ASSERT_NE(server, nullptr);
   // Each announces a 60 MiB set and sends 10 bytes: the server must not set aside 60 MiB each.
   const size_t rss_before = residentBytes();
-  std::vector<UniqueFd> hogs;
+  std::vector<Fd> hogs;
   for (int i = 0; i < 8; ++i) {
     hogs.push_back(rawConnect(server->port()));
     Bytes data = header(kStoreMagic, 1, 1, 1, 60u << 20);
@@ -507,16 +505,15 @@ TEST(TcpStore, ManyClientsAnnouncingHugeValuesCostNothingUntilTheBytesArrive) {
 
 TEST(TcpStore, ResponseHeadersAreValidatedToo) {
   // A fake server that answers with an absurd length: the client must refuse, not allocate.
-  Result<UniqueFd> listener = listenOn("127.0.0.1", 0);
+  Result<Fd> listener = listenOn("127.0.0.1", 0);
   ASSERT_TRUE(listener);
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(::getsockname(listener->get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const uint16_t port = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  Result<SocketAddress> bound = localAddress(listener->get());
+  ASSERT_TRUE(bound) << bound.status().toString();
+  const uint16_t port = bound->port();
   std::thread fake([&] {
     pollfd p{listener->get(), POLLIN, 0};
     ASSERT_EQ(::poll(&p, 1, 5000), 1);
-    UniqueFd conn(::accept(listener->get(), nullptr, nullptr));
+    Fd conn(::accept(listener->get(), nullptr, nullptr));
     Bytes reply = {0x50, 0x53, 0x54, 0x52, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
     ::send(conn.get(), reply.data(), reply.size(), MSG_NOSIGNAL);
     uint8_t sink[256];
@@ -555,7 +552,7 @@ TEST(FileStore, AddGivesUpWhenTheLockIsHeld) {
   options.lock_timeout = 200ms;
   Result<std::unique_ptr<FileStore>> store = FileStore::open(dir.path(), options);
   ASSERT_TRUE(store);
-  UniqueFd lock(::open((dir.path() + "/.lock").c_str(), O_RDWR | O_CREAT, 0644));
+  Fd lock(::open((dir.path() + "/.lock").c_str(), O_RDWR | O_CREAT, 0644));
   ASSERT_EQ(::flock(lock.get(), LOCK_EX), 0);
   Result<int64_t> sum = (*store)->add("n", 1);
   ASSERT_FALSE(sum);
@@ -568,7 +565,7 @@ TEST(FileStore, AddGivesUpWhenTheLockIsHeld) {
 TEST(FileStore, OpenRefusesAPathThatIsAFile) {
   TempDir dir;
   const std::string file = dir.path() + "/plain";
-  { UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT, 0644)); }
+  { Fd fd(::open(file.c_str(), O_WRONLY | O_CREAT, 0644)); }
   Result<std::unique_ptr<FileStore>> store = FileStore::open(file);
   ASSERT_FALSE(store);
   EXPECT_NE(store.status().message().find(file), std::string::npos) << store.status().message();

@@ -7,8 +7,8 @@
 
 #include "tests/support/mesh.h"
 #include "transport/bootstrap/file_store.h"
+#include "transport/socket.h"
 #include "transport/tcp/handshake.h"
-#include "transport/tcp/socket.h"
 #include "transport/wire/crc32c.h"
 #include "transport/wire/frame.h"
 #include "transport/wire/little_endian.h"
@@ -19,7 +19,6 @@ namespace {
 using poseidon::testing::Buffer;
 using poseidon::testing::makeBuffer;
 using poseidon::testing::Mesh;
-using tcp::Fd;
 
 constexpr const char* kSecret = "bad-peer-secret";
 constexpr const char* kContext = "badpeer";
@@ -35,11 +34,9 @@ Result<Fd> handshakeAsRank2(bootstrap::Store& store, int rank) {
   auto address = store.get(fmt::format("poseidon/transport/{}/address/{}", kContext, rank),
                            Deadline::after(std::chrono::seconds(10)));
   if (!address) return address.status();
-  auto host_port = tcp::splitHostPort(std::string(address->begin(), address->end()));
+  auto host_port = splitHostPort(std::string(address->begin(), address->end()));
   if (!host_port) return host_port.status();
-  auto resolved = tcp::resolve(host_port->first, host_port->second);
-  if (!resolved) return resolved.status();
-  auto fd = tcp::connectWithRetry(*resolved, Deadline::after(std::chrono::seconds(5)));
+  auto fd = connectWithRetry(host_port->first, host_port->second, Deadline::after(std::chrono::seconds(5)));
   if (!fd) return fd.status();
   wire::ClientHello hello;
   hello.version = wire::kProtocolVersion;
@@ -115,7 +112,7 @@ BadPeerMesh makeBadPeerMesh() {
 }
 
 void sendRaw(int fd, const std::vector<uint8_t>& bytes) {
-  ASSERT_TRUE(tcp::sendAll(fd, bytes.data(), bytes.size(), Deadline::after(std::chrono::seconds(5)), "rank 0").isOk());
+  ASSERT_TRUE(sendAll(fd, bytes.data(), bytes.size(), Deadline::after(std::chrono::seconds(5)), "rank 0").isOk());
 }
 
 std::vector<uint8_t> frame(const wire::FrameHeader& h, size_t payload = 0) {
@@ -212,7 +209,7 @@ TEST_P(BadPeer, ClosesOnlyThatConnectionWithAReason) {
   auto pending = m.mesh[0].pair(2).recv(5, *in.region, 0, 64);
   // Consume the credit rank 0 sent, as a real peer would, then misbehave.
   uint8_t credit[wire::kFrameHeaderSize];
-  ASSERT_TRUE(tcp::recvAll(m.to_rank0.get(), credit, sizeof(credit), Deadline::after(std::chrono::seconds(5)), "r0")
+  ASSERT_TRUE(recvAll(m.to_rank0.get(), credit, sizeof(credit), Deadline::after(std::chrono::seconds(5)), "r0")
                   .isOk());
   sendRaw(m.to_rank0.get(), GetParam().make());
   Status st = pending->wait(Deadline::after(std::chrono::seconds(5)));
@@ -222,7 +219,7 @@ TEST_P(BadPeer, ClosesOnlyThatConnectionWithAReason) {
       << m.mesh[0].pair(2).status().toString();
   // The socket to the bad peer is closed by rank 0.
   uint8_t byte;
-  Status closed = tcp::recvAll(m.to_rank0.get(), &byte, 1, Deadline::after(std::chrono::seconds(5)), "rank 0");
+  Status closed = recvAll(m.to_rank0.get(), &byte, 1, Deadline::after(std::chrono::seconds(5)), "rank 0");
   EXPECT_EQ(closed.code(), StatusCode::kConnectionError) << closed.toString();
   // Ranks 0 and 1 go on.
   Buffer out = makeBuffer(m.mesh[1], 1000, 3);
@@ -242,9 +239,9 @@ TEST(Handshake, WrongVersionIsRefusedWithBothVersionsNamed) {
   ASSERT_TRUE(device.isOk());
   auto context = (*device)->createContext(0, 2, "version");
   ASSERT_TRUE(context.isOk());
-  auto host_port = tcp::splitHostPort((*device)->listenAddress());
-  auto address = tcp::resolve(host_port->first, host_port->second);
-  auto fd = tcp::connectWithRetry(*address, Deadline::after(std::chrono::seconds(5)));
+  auto host_port = splitHostPort((*device)->listenAddress());
+  ASSERT_TRUE(host_port) << host_port.status().toString();
+  auto fd = connectWithRetry(host_port->first, host_port->second, Deadline::after(std::chrono::seconds(5)));
   ASSERT_TRUE(fd.isOk());
   wire::ClientHello hello;
   hello.version = 99;
@@ -263,14 +260,14 @@ TEST(Handshake, GarbageInsteadOfHelloIsDroppedAndTheDeviceGoesOn) {
   options.handshake_timeout = std::chrono::milliseconds(500);
   auto m = poseidon::testing::makeMesh(2, options, "garbage");
   ASSERT_TRUE(m.isOk()) << m.status().toString();
-  auto host_port = tcp::splitHostPort(m->devices[0]->listenAddress());
-  auto address = tcp::resolve(host_port->first, host_port->second);
-  auto fd = tcp::connectWithRetry(*address, Deadline::after(std::chrono::seconds(5)));
+  auto host_port = splitHostPort(m->devices[0]->listenAddress());
+  ASSERT_TRUE(host_port) << host_port.status().toString();
+  auto fd = connectWithRetry(host_port->first, host_port->second, Deadline::after(std::chrono::seconds(5)));
   ASSERT_TRUE(fd.isOk());
   const std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n" + std::string(64, 'x');
-  ASSERT_TRUE(tcp::sendAll(fd->get(), http.data(), http.size(), Deadline::after(std::chrono::seconds(2)), "d").isOk());
+  ASSERT_TRUE(sendAll(fd->get(), http.data(), http.size(), Deadline::after(std::chrono::seconds(2)), "d").isOk());
   uint8_t byte;
-  EXPECT_EQ(tcp::recvAll(fd->get(), &byte, 1, Deadline::after(std::chrono::seconds(5)), "d").code(),
+  EXPECT_EQ(recvAll(fd->get(), &byte, 1, Deadline::after(std::chrono::seconds(5)), "d").code(),
             StatusCode::kConnectionError);
   Buffer in = makeBuffer((*m)[0], 100), out = makeBuffer((*m)[1], 100, 2);
   auto r = (*m)[0].pair(1).recv(0, *in.region, 0, 100);

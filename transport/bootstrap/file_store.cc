@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "transport/bootstrap/socket_io.h"
+#include "transport/socket.h"
 
 namespace poseidon::transport::bootstrap {
 
@@ -107,7 +107,7 @@ Result<int64_t> FileStore::add(const std::string& key, int64_t delta) {
   POSEIDON_RETURN_IF_ERROR(checkKeyValue(key, 0));
   const std::string lock_path = directory_ + "/" + kLockFileName;
   // A fresh open file description per call, so threads of one process exclude each other too.
-  UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (!lock.valid()) return errnoStatus(StatusCode::kIoError, "open lock file " + lock_path);
   const Deadline lock_deadline = Deadline::after(options_.lock_timeout);
   std::chrono::nanoseconds delay = kFirstPollDelay;
@@ -138,7 +138,7 @@ Result<int64_t> FileStore::add(const std::string& key, int64_t delta) {
 Status FileStore::writeAtomically(const std::string& key, const std::vector<uint8_t>& value) {
   const std::string path = pathFor(key);
   const std::string temp = directory_ + "/" + tempFileName();
-  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (!fd.valid()) return errnoStatus(StatusCode::kIoError, "create " + temp);
   auto fail = [&](const std::string& what) {
     Status status = errnoStatus(StatusCode::kIoError, fmt::format("{} for key {}", what, describeKey(key)));
@@ -157,7 +157,7 @@ Status FileStore::writeAtomically(const std::string& key, const std::vector<uint
   if (::close(fd.release()) != 0) return fail("close " + temp);
   if (::rename(temp.c_str(), path.c_str()) != 0) return fail("rename " + temp + " to " + path);
   // And the rename itself durable; some filesystems cannot fsync a directory (EINVAL): fine.
-  UniqueFd dir(::open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Fd dir(::open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.valid() && ::fsync(dir.get()) != 0 && errno != EINVAL) {
     return errnoStatus(StatusCode::kIoError, "fsync directory " + directory_);
   }
@@ -166,7 +166,7 @@ Status FileStore::writeAtomically(const std::string& key, const std::vector<uint
 
 Result<std::optional<std::vector<uint8_t>>> FileStore::readIfPresent(const std::string& key) const {
   const std::string path = pathFor(key);
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return std::optional<std::vector<uint8_t>>();
     return errnoStatus(StatusCode::kIoError, fmt::format("open {} for key {}", path, describeKey(key)));

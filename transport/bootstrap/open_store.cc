@@ -1,9 +1,9 @@
 #include "transport/bootstrap/open_store.h"
 
 #include "transport/bootstrap/file_store.h"
-#include "transport/bootstrap/socket_io.h"
 #include "transport/bootstrap/tcp_store.h"
 #include "transport/bootstrap/tcp_store_server.h"
+#include "transport/socket.h"
 
 namespace poseidon::transport::bootstrap {
 

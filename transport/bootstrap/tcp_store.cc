@@ -1,36 +1,44 @@
 #include "transport/bootstrap/tcp_store.h"
 
-#include <algorithm>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <array>
-#include <thread>
 
 namespace poseidon::transport::bootstrap {
 
 namespace {
 
-constexpr auto kFirstRetryDelay = std::chrono::milliseconds(10);
-constexpr auto kMaxRetryDelay = std::chrono::milliseconds(1000);
+constexpr int kKeepIdleSeconds = 10;
+constexpr int kKeepIntervalSeconds = 5;
+constexpr int kKeepCount = 3;
+
+// Readies a fresh connection to the server.
+Fd configureStoreSocket(Fd fd) {
+  // Requests are small and answered one at a time: Nagle would only add latency.
+  const int one = 1;
+  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  // A peer host that vanishes sends no FIN; keepalive turns that into an error within about
+  // kKeepIdle + kKeepCount * kKeepInterval seconds, even for a wait without a deadline.
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPIDLE, &kKeepIdleSeconds, sizeof(kKeepIdleSeconds));
+  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPINTVL, &kKeepIntervalSeconds, sizeof(kKeepIntervalSeconds));
+  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPCNT, &kKeepCount, sizeof(kKeepCount));
+  return fd;
+}
 
 }  // namespace
 
 Result<std::unique_ptr<TcpStore>> TcpStore::connect(const std::string& host, uint16_t port, Deadline deadline,
                                                     TcpStoreOptions options) {
-  auto delay = std::chrono::duration_cast<std::chrono::nanoseconds>(kFirstRetryDelay);
-  for (int attempt = 1;; ++attempt) {
-    Result<UniqueFd> fd = connectOnce(host, port, deadline);
-    if (fd) return std::unique_ptr<TcpStore>(new TcpStore(host, port, options, std::move(*fd)));
-    if (deadline.expired()) {
-      return makeStatus(StatusCode::kConnectionError,
-                        "could not connect to TCP store {} before the deadline ({} attempts); last error: {}",
-                        formatHostPort(host, port), attempt, fd.status().message());
-    }
-    // Rank 0 may still be starting: back off and try again.
-    std::this_thread::sleep_for(std::min(delay, deadline.remaining()));
-    delay = std::min<std::chrono::nanoseconds>(delay * 2, kMaxRetryDelay);
-  }
+  // Rank 0 may still be starting: connectWithRetry backs off and tries again until the deadline.
+  Result<Fd> fd = connectWithRetry(host, port, deadline);
+  if (!fd) return Status(StatusCode::kConnectionError, fd.status().withContext("TCP store").message());
+  return std::unique_ptr<TcpStore>(new TcpStore(host, port, options, configureStoreSocket(std::move(*fd))));
 }
 
-TcpStore::TcpStore(std::string host, uint16_t port, TcpStoreOptions options, UniqueFd first)
+TcpStore::TcpStore(std::string host, uint16_t port, TcpStoreOptions options, Fd first)
     : host_(std::move(host)), port_(port), address_(formatHostPort(host_, port_)), options_(options) {
   idle_.push_back(std::move(first));
 }
@@ -65,7 +73,7 @@ Result<std::vector<uint8_t>> TcpStore::roundTrip(StoreOp op, const std::string& 
                                                  const std::vector<uint8_t>& value, Deadline deadline) {
   POSEIDON_RETURN_IF_ERROR(checkKeyValue(key, value.size()));
   const std::string what = fmt::format("{} {} at TCP store {}", storeOpName(op), describeKey(key), address_);
-  Result<UniqueFd> fd = borrowConnection(deadline);
+  Result<Fd> fd = borrowConnection(deadline);
   if (!fd) return fd.status().withContext(what);
 
   // Any failure below leaves the connection mid-message: it is dropped, never returned to idle_.
@@ -90,20 +98,22 @@ Result<std::vector<uint8_t>> TcpStore::roundTrip(StoreOp op, const std::string& 
   return body;
 }
 
-Result<UniqueFd> TcpStore::borrowConnection(Deadline deadline) {
+Result<Fd> TcpStore::borrowConnection(Deadline deadline) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!idle_.empty()) {
-      UniqueFd fd = std::move(idle_.back());
+      Fd fd = std::move(idle_.back());
       idle_.pop_back();
       return fd;
     }
   }
   // One attempt only: the server was up once, so a refusal now means it is gone.
-  return connectOnce(host_, port_, deadline);
+  Result<Fd> fd = connectOnce(host_, port_, deadline);
+  if (!fd) return fd.status();
+  return configureStoreSocket(std::move(*fd));
 }
 
-void TcpStore::returnConnection(UniqueFd fd) {
+void TcpStore::returnConnection(Fd fd) {
   std::lock_guard<std::mutex> lock(mutex_);
   idle_.push_back(std::move(fd));
 }

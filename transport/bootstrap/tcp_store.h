@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "transport/bootstrap/socket_io.h"
 #include "transport/bootstrap/store.h"
 #include "transport/bootstrap/store_protocol.h"
+#include "transport/socket.h"
 
 namespace poseidon::transport::bootstrap {
 
@@ -28,7 +28,8 @@ struct TcpStoreOptions {
 
 class TcpStore final : public Store {
  public:
-  // Connects to host:port, retrying with backoff until the deadline.
+  // Connects to host:port, retrying with backoff until the deadline while the server is not
+  // there yet (see connectWithRetry); kConnectionError names the address and the last failure.
   static Result<std::unique_ptr<TcpStore>> connect(const std::string& host, uint16_t port, Deadline deadline,
                                                    TcpStoreOptions options = {});
 
@@ -40,20 +41,20 @@ class TcpStore final : public Store {
   const std::string& address() const { return address_; }
 
  private:
-  TcpStore(std::string host, uint16_t port, TcpStoreOptions options, UniqueFd first);
+  TcpStore(std::string host, uint16_t port, TcpStoreOptions options, Fd first);
 
   // Sends one request and returns the response body, or the server's error for it.
   Result<std::vector<uint8_t>> roundTrip(StoreOp op, const std::string& key, const std::vector<uint8_t>& value,
                                          Deadline deadline);
-  Result<UniqueFd> borrowConnection(Deadline deadline);
-  void returnConnection(UniqueFd fd);
+  Result<Fd> borrowConnection(Deadline deadline);
+  void returnConnection(Fd fd);
 
   const std::string host_;
   const uint16_t port_;
   const std::string address_;
   const TcpStoreOptions options_;
   std::mutex mutex_;
-  std::vector<UniqueFd> idle_;  // guarded by mutex_
+  std::vector<Fd> idle_;  // guarded by mutex_
 };
 
 }  // namespace poseidon::transport::bootstrap

@@ -1,6 +1,5 @@
 #include "transport/bootstrap/tcp_store_server.h"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
@@ -15,10 +14,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "transport/bootstrap/socket_io.h"
 #include "transport/bootstrap/store.h"
 #include "transport/bootstrap/store_protocol.h"
 #include "transport/deadline.h"
+#include "transport/socket.h"
 
 namespace poseidon::transport::bootstrap {
 
@@ -49,7 +48,7 @@ enum class Phase {
 
 struct Client {
   uint64_t token = 0;
-  UniqueFd fd;
+  Fd fd;
   std::string peer;
   Phase phase = Phase::kHeader;
   uint32_t interest = 0;
@@ -70,7 +69,7 @@ struct Client {
 
 class TcpStoreServer::Loop {
  public:
-  Loop(UniqueFd listen_fd, UniqueFd epoll_fd, UniqueFd wake_fd, std::string address,
+  Loop(Fd listen_fd, Fd epoll_fd, Fd wake_fd, std::string address,
        TcpStoreServerOptions options)
       : listen_fd_(std::move(listen_fd)),
         epoll_fd_(std::move(epoll_fd)),
@@ -105,9 +104,9 @@ class TcpStoreServer::Loop {
   void closeClient(Client& c);
   void pauseAccept();
 
-  UniqueFd listen_fd_;
-  UniqueFd epoll_fd_;
-  UniqueFd wake_fd_;
+  Fd listen_fd_;
+  Fd epoll_fd_;
+  Fd wake_fd_;
   const std::string address_;
   const TcpStoreServerOptions options_;
 
@@ -183,7 +182,7 @@ void TcpStoreServer::Loop::acceptAll() {
       pauseAccept();
       return;
     }
-    UniqueFd owned(fd);
+    Fd owned(fd);
     std::string peer = formatSockaddr(reinterpret_cast<sockaddr*>(&addr), len);
     if (clients_.size() >= options_.max_clients) {
       spdlog::warn("TCP store {}: refusing connection from {}: {} clients connected, limit {}", address_,
@@ -467,22 +466,17 @@ void TcpStoreServer::Loop::closeClient(Client& c) {
 Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::start(const std::string& host, uint16_t port,
                                                               TcpStoreServerOptions options) {
   const std::string requested = formatHostPort(host.empty() ? "*" : host, port);
-  Result<UniqueFd> listen_fd = listenOn(host, port);
+  Result<Fd> listen_fd = listenOn(host, port);
   if (!listen_fd) return listen_fd.status().withContext("TCP store server");
 
-  sockaddr_storage bound{};
-  socklen_t bound_len = sizeof(bound);
-  if (::getsockname(listen_fd->get(), reinterpret_cast<sockaddr*>(&bound), &bound_len) != 0) {
-    return errnoStatus(StatusCode::kIoError, fmt::format("getsockname for TCP store on {}", requested));
-  }
-  const uint16_t bound_port = bound.ss_family == AF_INET6
-                                  ? ntohs(reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port)
-                                  : ntohs(reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
-  std::string address = formatSockaddr(reinterpret_cast<const sockaddr*>(&bound), bound_len);
+  Result<SocketAddress> bound = localAddress(listen_fd->get());
+  if (!bound) return bound.status().withContext(fmt::format("TCP store on {}", requested));
+  const uint16_t bound_port = bound->port();
+  std::string address = bound->toString();
 
-  UniqueFd epoll_fd(::epoll_create1(EPOLL_CLOEXEC));
+  Fd epoll_fd(::epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_fd.valid()) return errnoStatus(StatusCode::kIoError, "epoll_create1 for TCP store");
-  UniqueFd wake_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  Fd wake_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake_fd.valid()) return errnoStatus(StatusCode::kIoError, "eventfd for TCP store");
   for (auto [fd, token] : {std::pair{listen_fd->get(), kListenToken}, std::pair{wake_fd.get(), kWakeToken}}) {
     epoll_event ev{};

@@ -57,11 +57,13 @@ void TcpContext::attachInbound(int src_rank, int stream, Fd fd, const std::strin
 Status TcpContext::connectTo(int peer, const std::string& address_text, Deadline deadline) {
   auto host_port = splitHostPort(address_text);
   if (!host_port) return host_port.status().withContext(fmt::format("address of rank {}", peer));
-  auto address = resolve(host_port->first, host_port->second);
-  if (!address) return address.status().withContext(fmt::format("address of rank {}", peer));
+  // A peer publishes the numeric address it listens on: one that does not resolve is corrupt,
+  // not late, so it fails here rather than being retried until the deadline.
+  auto addresses = resolve(host_port->first, host_port->second);
+  if (!addresses) return addresses.status().withContext(fmt::format("address of rank {}", peer));
   const auto& options = device_->options();
   for (int stream = 0; stream < options.streams; ++stream) {
-    auto fd = connectWithRetry(*address, deadline);
+    auto fd = connectWithRetry(host_port->first, host_port->second, deadline);
     if (!fd) return fd.status().withContext(fmt::format("rank {}", peer));
     POSEIDON_RETURN_IF_ERROR(configureDataSocket(fd->get(), options.socket_buffer_bytes));
     wire::ClientHello hello;

@@ -18,10 +18,8 @@ Result<std::shared_ptr<TcpDevice>> TcpDevice::create(const DeviceOptions& option
     spdlog::warn("transport: no job secret was given; any process that can reach {} may join", options.address);
   }
   std::shared_ptr<TcpDevice> device(new TcpDevice(options));
-  auto address = resolve(options.address, options.port);
-  if (!address) return address.status().withContext("device address");
-  auto listener = listenOn(*address, 512);
-  if (!listener) return listener.status();
+  auto listener = listenOn(options.address, options.port, 512);
+  if (!listener) return listener.status().withContext("device address");
   auto bound = localAddress(listener->get());
   if (!bound) return bound.status();
   device->listener_ = std::move(*listener);

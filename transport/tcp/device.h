@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "transport/device.h"
+#include "transport/socket.h"
 #include "transport/tcp/progress_engine.h"
-#include "transport/tcp/socket.h"
 
 namespace poseidon::transport::tcp {
 

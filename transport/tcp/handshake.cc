@@ -1,6 +1,6 @@
 #include "transport/tcp/handshake.h"
 
-#include "transport/tcp/socket.h"
+#include "transport/socket.h"
 #include "transport/wire/frame.h"
 
 namespace poseidon::transport::tcp {

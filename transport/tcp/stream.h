@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "transport/request.h"
+#include "transport/socket.h"
 #include "transport/tcp/progress_engine.h"
-#include "transport/tcp/socket.h"
 #include "transport/wire/frame.h"
 
 namespace poseidon::transport::tcp {
