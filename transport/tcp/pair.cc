@@ -86,7 +86,7 @@ void TcpPair::enqueueControlLocked(const wire::FrameHeader& header) {
   OutFrame frame;
   wire::encodeHeader(header, frame.header.data());
   frame.size = wire::kFrameHeaderSize;
-  streams_[0]->enqueueLocked(std::move(frame));
+  streams_[0]->enqueueControlLocked(std::move(frame));
 }
 
 void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t base_offset,

@@ -19,17 +19,19 @@ constexpr int kMaxIov = 256;
 constexpr size_t kReadBudget = 8u << 20;
 }  // namespace
 
-void completeAll(Completions& completions) {
-  for (auto& c : completions) c.request->complete(std::move(c.status), c.bytes, c.imm);
-  completions.clear();
-}
-
 Stream::Stream(TcpPair& pair, int index, Fd fd, std::string peer_address, const wire::DecodeLimits& limits)
     : pair_(pair), index_(index), fd_(std::move(fd)), peer_address_(std::move(peer_address)), limits_(limits),
       inbox_(kInboxBytes) {}
 
 void Stream::shutdownSocket() {
   if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
+}
+
+void Stream::enqueueControlLocked(OutFrame frame) {
+  size_t position = 0;
+  if (!out_.empty() && out_.front().sent > 0) position = 1;  // a frame in progress finishes first
+  while (position < out_.size() && out_[position].op == nullptr) ++position;
+  out_.insert(out_.begin() + static_cast<std::ptrdiff_t>(position), std::move(frame));
 }
 
 void Stream::flushLocked(Completions& done) {

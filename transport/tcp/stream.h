@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/completion.h"
 #include "transport/request.h"
 #include "transport/socket.h"
 #include "transport/tcp/progress_engine.h"
@@ -22,16 +23,6 @@
 namespace poseidon::transport::tcp {
 
 class TcpPair;
-
-// A finished request, completed after the pair lock is released.
-struct Completion {
-  RequestPtr request;
-  Status status;
-  uint64_t bytes = 0;
-  uint32_t imm = 0;
-};
-using Completions = std::vector<Completion>;
-void completeAll(Completions& completions);
 
 // One send or write, shared by the frames it was cut into.
 struct SendOp {
@@ -57,6 +48,10 @@ class Stream final : public EventHandler {
 
   // Pair lock held: queue a frame; flush() writes what the socket takes now.
   void enqueueLocked(OutFrame frame) { out_.push_back(std::move(frame)); }
+  // Pair lock held: queue a control frame (no payload) ahead of every data frame not yet
+  // started, behind earlier control frames: a credit must not wait for megabytes of queued
+  // data, or the peer's sends (and everything waiting on them) stall for as long.
+  void enqueueControlLocked(OutFrame frame);
   // Pair lock held. Writes queued frames until the socket is full (then waits for EPOLLOUT).
   // A socket error shuts the socket down; the engine thread then fails the pair.
   void flushLocked(Completions& done);

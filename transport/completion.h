@@ -1,0 +1,24 @@
+// Completions gathered under a backend's lock and delivered after it is released, so a waiter
+// woken by Request::complete never contends with the progress engine for that lock.
+#pragma once
+
+#include <vector>
+
+#include "transport/request.h"
+
+namespace poseidon::transport {
+
+struct Completion {
+  RequestPtr request;
+  Status status;
+  uint64_t bytes = 0;
+  uint32_t imm = 0;
+};
+using Completions = std::vector<Completion>;
+
+inline void completeAll(Completions& completions) {
+  for (auto& c : completions) c.request->complete(std::move(c.status), c.bytes, c.imm);
+  completions.clear();
+}
+
+}  // namespace poseidon::transport
