@@ -1,6 +1,9 @@
 #include "transport/device.h"
 
 #include "transport/tcp/device.h"
+#ifdef POSEIDON_HAVE_VERBS
+#include "transport/verbs/device.h"
+#endif
 
 namespace poseidon::transport {
 
@@ -29,8 +32,12 @@ Result<std::shared_ptr<Device>> createDevice(const DeviceOptions& options) {
   POSEIDON_RETURN_IF_ERROR(options.validate());
   if (options.backend == "tcp") return tcp::createTcpDevice(options);
   if (options.backend == "verbs") {
+#ifdef POSEIDON_HAVE_VERBS
+    return verbs::createVerbsDevice(options);
+#else
     return makeStatus(StatusCode::kUnavailable,
-                      "transport backend 'verbs' is not available in this build yet; use 'tcp'");
+                      "transport backend 'verbs' was not built in (rdma-core was not found at configure time)");
+#endif
   }
   return makeStatus(StatusCode::kInvalidArgument, "transport backend '{}' is not one of: tcp, verbs",
                     options.backend);

@@ -1,0 +1,206 @@
+#include "transport/verbs/context.h"
+
+#include <poll.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "transport/bootstrap/store.h"
+#include "transport/wire/handshake.h"
+
+namespace poseidon::transport::verbs {
+namespace {
+
+constexpr int kResolveTimeoutMs = 5000;
+constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+
+std::string addressKey(const std::string& context, int rank) {
+  return fmt::format("poseidon/transport/{}/verbs-address/{}", context, rank);
+}
+
+// An rdma_cm event channel for one outgoing connection, so connect() can wait on its events
+// without the engine thread; the id moves to the device's channel once established.
+class ConnectChannel {
+ public:
+  ConnectChannel() : channel_(rdma_create_event_channel()) {}
+  ~ConnectChannel() {
+    if (channel_) rdma_destroy_event_channel(channel_);
+  }
+  rdma_event_channel* get() const { return channel_; }
+
+  // Waits for the next event; it must be `expected`, else the status names what came instead.
+  Status expect(rdma_cm_event_type expected, Deadline deadline, const std::string& peer) {
+    pollfd p{channel_->fd, POLLIN, 0};
+    const int rc = ::poll(&p, 1, deadline.remainingMillisForPoll());
+    if (rc == 0) {
+      return makeStatus(StatusCode::kTimeout, "timed out waiting for {} from {}", rdma_event_str(expected), peer);
+    }
+    rdma_cm_event* event = nullptr;
+    if (rc < 0 || rdma_get_cm_event(channel_, &event) != 0) {
+      return errnoStatus(StatusCode::kConnectionError, "rdma_get_cm_event for " + peer);
+    }
+    const rdma_cm_event_type got = event->event;
+    const int status = event->status;
+    rdma_ack_cm_event(event);
+    if (got != expected) {
+      return makeStatus(StatusCode::kConnectionError, "connecting to {}: expected {}, got {} (status {}{})", peer,
+                        rdma_event_str(expected), rdma_event_str(got), status,
+                        got == RDMA_CM_EVENT_REJECTED ? ": the peer refused, see its log" : "");
+    }
+    return Status::ok();
+  }
+
+ private:
+  rdma_event_channel* channel_;
+};
+
+}  // namespace
+
+VerbsContext::VerbsContext(std::shared_ptr<VerbsDevice> device, int rank, int size, const std::string& name)
+    : Context(rank, size, name), device_(std::move(device)), id_(wire::contextId(name)),
+      accepted_(static_cast<size_t>(size), false) {
+  pairs_.resize(static_cast<size_t>(size));
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer != rank) pairs_[static_cast<size_t>(peer)] = std::make_unique<VerbsPair>(*device_, id_, rank, peer);
+  }
+}
+
+VerbsContext::~VerbsContext() {
+  device_->unregisterContext(this);
+  pairs_.clear();
+}
+
+Result<std::unique_ptr<MemoryRegion>> VerbsContext::registerMemory(void* data, size_t length) {
+  if (data == nullptr && length > 0) {
+    return makeStatus(StatusCode::kInvalidArgument, "cannot register {} bytes at a null address", length);
+  }
+  auto region = VerbsMemoryRegion::create(device_->pd(), data, length, kAccess);
+  if (!region) return region.status();
+  return std::unique_ptr<MemoryRegion>(std::move(*region));
+}
+
+Status VerbsContext::acceptPair(const ConnectRequest& request, rdma_cm_id* cm_id) {
+  const int src = static_cast<int>(request.src_rank);
+  if (static_cast<int>(request.dst_rank) != rank() || src <= rank() || src >= size()) {
+    return makeStatus(StatusCode::kInvalidArgument, "connect request from rank {} to rank {} in context '{}' (rank {} of {})",
+                      src, request.dst_rank, name(), rank(), size());
+  }
+  {
+    std::lock_guard<std::mutex> lock(inbound_mutex_);
+    if (accepted_[static_cast<size_t>(src)]) {
+      return makeStatus(StatusCode::kInvalidArgument, "rank {} is already connected in context '{}'", src, name());
+    }
+    accepted_[static_cast<size_t>(src)] = true;
+  }
+  VerbsPair& pair = *pairs_[static_cast<size_t>(src)];
+  POSEIDON_RETURN_IF_ERROR(pair.createQueuePair(cm_id, /*passive=*/true, [this] { notifyInbound(); }));
+  rdma_conn_param param{};
+  param.retry_count = 7;
+  param.rnr_retry_count = 7;
+  if (rdma_accept(cm_id, &param) != 0) return errnoStatus(StatusCode::kConnectionError, "rdma_accept");
+  return Status::ok();
+}
+
+Status VerbsContext::connectTo(int peer, const std::string& address_text, Deadline deadline) {
+  auto host_port = splitHostPort(address_text);
+  if (!host_port) return host_port.status().withContext(fmt::format("address of rank {}", peer));
+  auto addresses = resolve(host_port->first, host_port->second);
+  if (!addresses) return addresses.status().withContext(fmt::format("address of rank {}", peer));
+  const std::string peer_name = fmt::format("rank {} ({})", peer, address_text);
+  ConnectChannel channel;
+  if (channel.get() == nullptr) return errnoStatus(StatusCode::kUnavailable, "rdma_create_event_channel");
+  rdma_cm_id* cm_id = nullptr;
+  if (rdma_create_id(channel.get(), &cm_id, nullptr, RDMA_PS_TCP) != 0) {
+    return errnoStatus(StatusCode::kUnavailable, "rdma_create_id");
+  }
+  VerbsPair& pair = *pairs_[static_cast<size_t>(peer)];
+  pair.setPeerAddress(address_text);
+  // Until the QP exists the id is ours to destroy; afterwards the pair owns it.
+  auto destroy_if_unowned = [&](Status st) {
+    if (pair.cmId() != cm_id) rdma_destroy_id(cm_id);
+    return st;
+  };
+  SocketAddress source = device_->boundAddress();
+  reinterpret_cast<sockaddr_in*>(&source.storage)->sin_port = 0;  // any local port (v4 and v6 alike)
+  if (rdma_resolve_addr(cm_id, const_cast<sockaddr*>(source.data()), const_cast<sockaddr*>(addresses->front().data()),
+                        kResolveTimeoutMs) != 0) {
+    return destroy_if_unowned(errnoStatus(StatusCode::kConnectionError, "rdma_resolve_addr to " + peer_name));
+  }
+  Status st = channel.expect(RDMA_CM_EVENT_ADDR_RESOLVED, deadline, peer_name);
+  if (!st.isOk()) return destroy_if_unowned(st);
+  if (rdma_resolve_route(cm_id, kResolveTimeoutMs) != 0) {
+    return destroy_if_unowned(errnoStatus(StatusCode::kConnectionError, "rdma_resolve_route to " + peer_name));
+  }
+  st = channel.expect(RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, peer_name);
+  if (!st.isOk()) return destroy_if_unowned(st);
+  if (cm_id->verbs != device_->verbs()) {
+    return destroy_if_unowned(makeStatus(StatusCode::kUnavailable,
+                                         "{} is reached through RDMA device {}, not this device {}", peer_name,
+                                         ibv_get_device_name(cm_id->verbs->device), device_->describe()));
+  }
+  st = pair.createQueuePair(cm_id, /*passive=*/false);
+  if (!st.isOk()) return destroy_if_unowned(st);
+  ConnectRequest request;
+  request.context_id = id_;
+  request.src_rank = static_cast<uint32_t>(rank());
+  request.dst_rank = static_cast<uint32_t>(peer);
+  const auto private_data = request.encode();
+  rdma_conn_param param{};
+  param.private_data = private_data.data();
+  param.private_data_len = static_cast<uint8_t>(private_data.size());
+  param.retry_count = 7;
+  param.rnr_retry_count = 7;
+  if (rdma_connect(cm_id, &param) != 0) return errnoStatus(StatusCode::kConnectionError, "rdma_connect to " + peer_name);
+  POSEIDON_RETURN_IF_ERROR(channel.expect(RDMA_CM_EVENT_ESTABLISHED, deadline, peer_name));
+  // From now on the engine thread sees this id's events (a disconnect, above all).
+  if (rdma_migrate_id(cm_id, device_->eventChannel()) != 0) {
+    return errnoStatus(StatusCode::kInternal, "rdma_migrate_id for " + peer_name);
+  }
+  return pair.clientHandshake(device_->options().secret, deadline);
+}
+
+Status VerbsContext::waitForInbound(Deadline deadline) {
+  std::unique_lock<std::mutex> lock(inbound_mutex_);
+  auto missing = [this] {
+    std::vector<std::string> out;
+    for (int peer = rank() + 1; peer < size(); ++peer) {
+      VerbsPair& p = *pairs_[static_cast<size_t>(peer)];
+      if (!p.ready()) {
+        out.push_back(p.failed() ? fmt::format("rank {} ({})", peer, p.status().message()) : fmt::format("rank {}", peer));
+      }
+    }
+    return out;
+  };
+  while (true) {
+    auto waiting_for = missing();
+    if (waiting_for.empty()) return Status::ok();
+    if (inbound_cv_.wait_until(lock, std::min(deadline.at(), Clock::now() + std::chrono::milliseconds(50))) ==
+            std::cv_status::timeout &&
+        deadline.expired()) {
+      return makeStatus(StatusCode::kTimeout, "context '{}' rank {}: timed out waiting for connections from {}",
+                        name(), rank(), fmt::join(missing(), ", "));
+    }
+  }
+}
+
+Status VerbsContext::connect(bootstrap::Store& store, Deadline deadline) {
+  const std::string own = device_->listenAddress();
+  POSEIDON_RETURN_IF_ERROR(store.set(addressKey(name(), rank()), std::vector<uint8_t>(own.begin(), own.end())));
+  for (int peer = 0; peer < rank(); ++peer) {
+    auto bytes = store.get(addressKey(name(), peer), deadline);
+    if (!bytes) return bytes.status().withContext(fmt::format("context '{}': address of rank {}", name(), peer));
+    POSEIDON_RETURN_IF_ERROR(connectTo(peer, std::string(bytes->begin(), bytes->end()), deadline)
+                                 .withContext(fmt::format("context '{}'", name())));
+  }
+  return waitForInbound(deadline);
+}
+
+Pair& VerbsContext::pair(int peer) {
+  if (peer < 0 || peer >= size() || peer == rank() || !pairs_[static_cast<size_t>(peer)]) {
+    throw StatusError(makeStatus(StatusCode::kInvalidArgument, "pair({}): expected a peer rank in [0, {}) other than {}",
+                                 peer, size(), rank()));
+  }
+  return *pairs_[static_cast<size_t>(peer)];
+}
+
+}  // namespace poseidon::transport::verbs

@@ -1,0 +1,64 @@
+// Control messages of the verbs backend: the small SENDs that accompany RDMA WRITEs.
+//
+// Payload bytes always move by RDMA WRITE straight into registered memory; a control message
+// posted after the writes on the same RC queue pair tells the target they landed (RC delivers
+// a SEND only after every earlier WRITE on that QP is placed). The same credit protocol as the
+// TCP backend, with addresses: a receive posts room, the sender writes into it.
+//
+// Layout (kControlSize bytes, little-endian):
+//    0 u32 magic   'PSVC'
+//    4 u8  type    ControlType
+//    5 u8  payload_length  bytes of `payload` used (handshake messages)
+//    6 u16 reserved (0)
+//    8 u32 ring_credits  receive slots the sender reposted since its last report
+//   12 u32 tag     (kClearToSend, kDone, kSendError)
+//   16 u64 seq     message number per (pair, tag)
+//   24 u64 total   room (kClearToSend), message length (kDone, kSendError)
+//   32 u64 address where the room starts (kClearToSend)
+//   40 u32 rkey    of the room (kClearToSend)
+//   44 u32 imm     of a one-sided write (kWriteNotice)
+//   48 u32 crc     CRC32C of bytes 0..47 and the payload
+//   52 u32 reserved (0)
+//   56 ... payload (handshake messages, up to kMaxControlPayload bytes)
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "transport/status.h"
+
+namespace poseidon::transport::verbs {
+
+inline constexpr uint32_t kControlMagic = 0x43565350;  // "PSVC"
+inline constexpr size_t kControlHeaderSize = 56;
+inline constexpr size_t kMaxControlPayload = 72;
+inline constexpr size_t kControlSize = kControlHeaderSize + kMaxControlPayload;  // 128
+
+enum class ControlType : uint8_t {
+  kClearToSend = 1,  // receiver posted room for message (tag, seq)
+  kDone = 2,         // message (tag, seq) of `total` bytes was written into the room
+  kSendError = 3,    // message (tag, seq) of `total` bytes did not fit the room
+  kWriteNotice = 4,  // a one-sided write with immediate `imm` landed
+  kRingCredit = 5,   // only returns receive-ring credits
+  kHandshake = 6,    // one of the wire handshake messages, in `payload`
+};
+
+struct ControlMessage {
+  ControlType type = ControlType::kRingCredit;
+  uint32_t ring_credits = 0;
+  uint32_t tag = 0;
+  uint64_t seq = 0;
+  uint64_t total = 0;
+  uint64_t address = 0;
+  uint32_t rkey = 0;
+  uint32_t imm = 0;
+  uint8_t payload_length = 0;
+  std::array<uint8_t, kMaxControlPayload> payload{};
+};
+
+void encodeControl(const ControlMessage& message, uint8_t* out);  // writes kControlSize bytes
+// Checks magic, type, lengths, reserved fields and CRC; `length` is the received byte count.
+Result<ControlMessage> decodeControl(const uint8_t* bytes, size_t length, const std::string& peer);
+
+}  // namespace poseidon::transport::verbs

@@ -1,0 +1,290 @@
+#include "transport/verbs/device.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "transport/verbs/context.h"
+#include "transport/verbs/pair.h"
+#include "transport/wire/little_endian.h"
+
+namespace poseidon::transport::verbs {
+namespace {
+
+constexpr uint32_t kConnectMagic = 0x52435350;  // "PSCR"
+constexpr int kMaxCqEntries = 65536;
+
+Status setNonBlockingFd(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    return errnoStatus(StatusCode::kIoError, "fcntl(O_NONBLOCK)");
+  }
+  return Status::ok();
+}
+
+const char* mtuName(ibv_mtu mtu) {
+  switch (mtu) {
+    case IBV_MTU_256: return "256";
+    case IBV_MTU_512: return "512";
+    case IBV_MTU_1024: return "1024";
+    case IBV_MTU_2048: return "2048";
+    case IBV_MTU_4096: return "4096";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+std::array<uint8_t, ConnectRequest::kSize> ConnectRequest::encode() const {
+  std::array<uint8_t, kSize> out{};
+  wire::storeLe32(&out[0], kConnectMagic);
+  wire::storeLe64(&out[4], context_id);
+  wire::storeLe32(&out[12], src_rank);
+  wire::storeLe32(&out[16], dst_rank);
+  return out;
+}
+
+Result<std::shared_ptr<VerbsDevice>> VerbsDevice::create(const DeviceOptions& options) {
+  POSEIDON_RETURN_IF_ERROR(options.validate());
+  std::shared_ptr<VerbsDevice> d(new VerbsDevice(options));
+  d->channel_ = rdma_create_event_channel();
+  if (d->channel_ == nullptr) {
+    return errnoStatus(StatusCode::kUnavailable,
+                       "rdma_create_event_channel (no RDMA devices here? /dev/infiniband/rdma_cm needs rdma_ucm)");
+  }
+  if (rdma_create_id(d->channel_, &d->listener_, nullptr, RDMA_PS_TCP) != 0) {
+    return errnoStatus(StatusCode::kUnavailable, "rdma_create_id");
+  }
+  auto addresses = resolve(options.address, options.port, /*passive=*/true);
+  if (!addresses) return addresses.status().withContext("verbs device address");
+  d->bound_ = addresses->front();
+  if (rdma_bind_addr(d->listener_, const_cast<sockaddr*>(d->bound_.data())) != 0) {
+    return errnoStatus(StatusCode::kUnavailable, "rdma_bind_addr to " + d->bound_.toString());
+  }
+  d->verbs_ = d->listener_->verbs;
+  if (d->verbs_ == nullptr) {
+    return makeStatus(StatusCode::kUnavailable,
+                      "address {} is not carried by an RDMA device (give the address of a RoCE/IB netdev, e.g. "
+                      "after `rdma link add rxe0 type rxe netdev eth0`)",
+                      options.address);
+  }
+  if (rdma_listen(d->listener_, 128) != 0) return errnoStatus(StatusCode::kIoError, "rdma_listen");
+  d->listen_address_ = formatHostPort(options.address, ntohs(rdma_get_src_port(d->listener_)));
+
+  d->pd_ = ibv_alloc_pd(d->verbs_);
+  d->completion_channel_ = ibv_create_comp_channel(d->verbs_);
+  if (d->pd_ == nullptr || d->completion_channel_ == nullptr) {
+    return errnoStatus(StatusCode::kIoError, "ibv_alloc_pd/ibv_create_comp_channel");
+  }
+  ibv_device_attr attr{};
+  if (ibv_query_device(d->verbs_, &attr) != 0) return errnoStatus(StatusCode::kIoError, "ibv_query_device");
+  // One CQ serves every queue pair of the device: each may have kMaxSendWr + kRingSlots
+  // completions outstanding, so size it for as many pairs as the device allows.
+  const int cq_entries = std::min(attr.max_cqe, kMaxCqEntries);
+  d->max_pairs_ = static_cast<uint32_t>(cq_entries) / (kMaxSendWr + kRingSlots);
+  d->cq_ = ibv_create_cq(d->verbs_, cq_entries, nullptr, d->completion_channel_, 0);
+  if (d->cq_ == nullptr) return errnoStatus(StatusCode::kIoError, fmt::format("ibv_create_cq of {} entries", cq_entries));
+  d->max_sge_ = static_cast<uint32_t>(std::min(attr.max_sge, 16));
+  ibv_port_attr port{};
+  if (ibv_query_port(d->verbs_, d->listener_->port_num, &port) != 0) {
+    return errnoStatus(StatusCode::kIoError, "ibv_query_port");
+  }
+  d->description_ = fmt::format("{} port {} (active MTU {}, {})", ibv_get_device_name(d->verbs_->device),
+                                d->listener_->port_num, mtuName(port.active_mtu),
+                                port.state == IBV_PORT_ACTIVE ? "active" : "NOT active");
+  if (port.state != IBV_PORT_ACTIVE) {
+    return makeStatus(StatusCode::kUnavailable, "RDMA port {} is not active", d->description_);
+  }
+  POSEIDON_RETURN_IF_ERROR(setNonBlockingFd(d->channel_->fd));
+  POSEIDON_RETURN_IF_ERROR(setNonBlockingFd(d->completion_channel_->fd));
+  d->wake_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  d->engine_ = std::thread([raw = d.get()] { raw->run(); });
+  spdlog::info("transport: verbs device {} listening on {}", d->description_, d->listen_address_);
+  return d;
+}
+
+VerbsDevice::~VerbsDevice() {
+  stop_.store(true);
+  uint64_t one = 1;
+  if (wake_.valid()) [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof(one));
+  if (engine_.joinable()) engine_.join();
+  if (cq_) ibv_destroy_cq(cq_);
+  if (completion_channel_) ibv_destroy_comp_channel(completion_channel_);
+  if (pd_) ibv_dealloc_pd(pd_);
+  if (listener_) rdma_destroy_id(listener_);
+  if (channel_) rdma_destroy_event_channel(channel_);
+}
+
+Result<std::shared_ptr<Context>> VerbsDevice::createContext(int rank, int size, const std::string& name) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    return makeStatus(StatusCode::kInvalidArgument, "rank {} and size {}: expected 0 <= rank < size", rank, size);
+  }
+  auto context = std::make_shared<VerbsContext>(shared_from_this(), rank, size, name);
+  POSEIDON_RETURN_IF_ERROR(registerContext(context.get()));
+  return std::shared_ptr<Context>(context);
+}
+
+Status VerbsDevice::registerContext(VerbsContext* context) {
+  std::lock_guard<std::mutex> lock(contexts_mutex_);
+  if (!contexts_.emplace(context->id(), context).second) {
+    return makeStatus(StatusCode::kInvalidArgument, "a context named '{}' already exists on device {}",
+                      context->name(), listen_address_);
+  }
+  return Status::ok();
+}
+
+void VerbsDevice::unregisterContext(VerbsContext* context) {
+  std::lock_guard<std::mutex> lock(contexts_mutex_);
+  auto it = contexts_.find(context->id());
+  if (it != contexts_.end() && it->second == context) contexts_.erase(it);
+}
+
+Status VerbsDevice::registerPair(uint32_t qp_num, VerbsPair* pair) {
+  std::lock_guard<std::mutex> lock(pairs_mutex_);
+  if (pairs_.size() >= max_pairs_) {
+    return makeStatus(StatusCode::kUnavailable, "device {} serves at most {} queue pairs (its completion queue size)",
+                      description_, max_pairs_);
+  }
+  pairs_[qp_num] = pair;
+  return Status::ok();
+}
+
+void VerbsDevice::unregisterPair(uint32_t qp_num) {
+  {
+    std::lock_guard<std::mutex> lock(pairs_mutex_);
+    pairs_.erase(qp_num);
+  }
+  if (inEngineThread()) return;
+  // The engine may be inside a call into that pair: wait until it finished that iteration.
+  const uint64_t seen = iterations_.load(std::memory_order_acquire);
+  uint64_t one = 1;
+  while (iterations_.load(std::memory_order_acquire) < seen + 2 && !stop_.load()) {
+    [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof(one));
+    std::this_thread::yield();
+  }
+}
+
+bool VerbsDevice::pollCompletions() {
+  ibv_wc wcs[32];
+  const int n = ibv_poll_cq(cq_, 32, wcs);
+  if (n < 0) {
+    spdlog::error("transport: ibv_poll_cq on {} failed ({})", description_, n);
+    return false;
+  }
+  for (int i = 0; i < n; ++i) {
+    VerbsPair* pair = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(pairs_mutex_);
+      auto it = pairs_.find(wcs[i].qp_num);
+      if (it != pairs_.end()) pair = it->second;
+    }
+    if (pair) pair->onWorkCompletion(wcs[i]);
+  }
+  return n > 0;
+}
+
+void VerbsDevice::drainConnectionEvents() {
+  while (true) {
+    rdma_cm_event* event = nullptr;
+    if (rdma_get_cm_event(channel_, &event) != 0) return;  // EAGAIN: nothing pending
+    onConnectionEvent(event);
+  }
+}
+
+void VerbsDevice::onConnectRequest(rdma_cm_event* event) {
+  const auto* data = static_cast<const uint8_t*>(event->param.conn.private_data);
+  const size_t length = event->param.conn.private_data_len;
+  std::string refusal;
+  if (data == nullptr || length < ConnectRequest::kSize || wire::loadLe32(data) != kConnectMagic) {
+    refusal = "connect request without Poseidon private data";
+  } else {
+    ConnectRequest request;
+    request.context_id = wire::loadLe64(data + 4);
+    request.src_rank = wire::loadLe32(data + 12);
+    request.dst_rank = wire::loadLe32(data + 16);
+    std::lock_guard<std::mutex> lock(contexts_mutex_);
+    auto it = contexts_.find(request.context_id);
+    if (it == contexts_.end()) {
+      refusal = fmt::format("no context with id 0x{:016x}", request.context_id);
+    } else {
+      Status st = it->second->acceptPair(request, event->id);
+      if (!st.isOk()) refusal = st.message();
+    }
+  }
+  if (!refusal.empty()) {
+    spdlog::warn("transport: refused an RDMA connection on {}: {}", listen_address_, refusal);
+    rdma_reject(event->id, nullptr, 0);
+    rdma_ack_cm_event(event);
+    return;
+  }
+  rdma_ack_cm_event(event);
+}
+
+void VerbsDevice::onConnectionEvent(rdma_cm_event* event) {
+  if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+    onConnectRequest(event);
+    return;
+  }
+  VerbsPair* pair = nullptr;
+  if (event->id != nullptr && event->id->qp != nullptr) {
+    std::lock_guard<std::mutex> lock(pairs_mutex_);
+    auto it = pairs_.find(event->id->qp->qp_num);
+    if (it != pairs_.end()) pair = it->second;
+  }
+  const rdma_cm_event_type type = event->event;
+  const int status = event->status;
+  rdma_ack_cm_event(event);
+  if (pair == nullptr) return;
+  switch (type) {
+    case RDMA_CM_EVENT_ESTABLISHED:
+      pair->onEstablished();
+      break;
+    case RDMA_CM_EVENT_DISCONNECTED:
+    case RDMA_CM_EVENT_DEVICE_REMOVAL:
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+    case RDMA_CM_EVENT_UNREACHABLE:
+      pair->fail(makeStatus(StatusCode::kConnectionError, "{}: {} (status {})", pair->peerName(),
+                            rdma_event_str(type), status));
+      break;
+    default:
+      break;
+  }
+}
+
+void VerbsDevice::run() {
+  uint64_t loops = 0;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const bool busy = pollCompletions();
+    if (!busy || (++loops & 63) == 0) drainConnectionEvents();
+    iterations_.fetch_add(1, std::memory_order_release);
+    if (busy || options_.busy_poll) continue;
+    // Idle: arm the completion channel, look once more (a completion may have slipped in
+    // before arming), then sleep until a completion, a connection event or a wake-up.
+    ibv_req_notify_cq(cq_, 0);
+    if (pollCompletions()) continue;
+    pollfd fds[3] = {{completion_channel_->fd, POLLIN, 0}, {channel_->fd, POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+    ::poll(fds, 3, 100);
+    if (fds[0].revents & POLLIN) {
+      ibv_cq* cq = nullptr;
+      void* context = nullptr;
+      if (ibv_get_cq_event(completion_channel_, &cq, &context) == 0) ibv_ack_cq_events(cq, 1);
+    }
+    if (fds[2].revents & POLLIN) {
+      uint64_t drained;
+      [[maybe_unused]] ssize_t n = ::read(wake_.get(), &drained, sizeof(drained));
+    }
+  }
+}
+
+Result<std::shared_ptr<Device>> createVerbsDevice(const DeviceOptions& options) {
+  auto device = VerbsDevice::create(options);
+  if (!device) return device.status();
+  return std::shared_ptr<Device>(std::move(*device));
+}
+
+}  // namespace poseidon::transport::verbs

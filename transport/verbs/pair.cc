@@ -1,0 +1,709 @@
+#include "transport/verbs/pair.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "transport/verbs/device.h"
+#include "transport/wire/frame.h"
+#include "transport/wire/handshake.h"
+
+namespace poseidon::transport::verbs {
+namespace {
+
+// wr_id: the kind in the top 4 bits, a ring slot or an operation id below.
+enum WrKind : uint64_t { kRecvWr = 1, kControlWr = 2, kWriteWr = 3 };
+constexpr int kKindShift = 60;
+constexpr uint64_t kIndexMask = (uint64_t{1} << kKindShift) - 1;
+uint64_t wrId(WrKind kind, uint64_t index) { return (uint64_t{kind} << kKindShift) | index; }
+
+// One RDMA WRITE carries at most this much (ports allow up to 2 GiB).
+constexpr uint64_t kMaxWriteBytes = uint64_t{1} << 30;
+// Limits on what a peer can make us hold.
+constexpr size_t kMaxBufferedClearToSend = 1u << 20;
+constexpr size_t kMaxUnclaimedImms = 1u << 20;
+
+uint64_t totalLength(std::span<const Slice> slices) {
+  uint64_t total = 0;
+  for (const auto& s : slices) total += s.length;
+  return total;
+}
+
+}  // namespace
+
+VerbsPair::VerbsPair(VerbsDevice& device, uint64_t context_id, int self_rank, int peer_rank)
+    : device_(device), context_id_(context_id), self_rank_(self_rank), peer_rank_(peer_rank),
+      recv_ring_(kRingSlots * kControlSize), send_ring_(kRingSlots * kControlSize) {}
+
+VerbsPair::~VerbsPair() {
+  if (id_ == nullptr) return;
+  const uint32_t qp_num = id_->qp ? id_->qp->qp_num : 0;
+  rdma_disconnect(id_);
+  device_.unregisterPair(qp_num);
+  fail(makeStatus(StatusCode::kConnectionError, "the context was closed"));
+  rdma_destroy_qp(id_);
+  rdma_destroy_id(id_);
+}
+
+uint32_t VerbsPair::qpNum() const { return id_ && id_->qp ? id_->qp->qp_num : 0; }
+
+std::string VerbsPair::peerName() const {
+  if (peer_address_.empty()) return fmt::format("rank {}", peer_rank_);
+  return fmt::format("rank {} ({})", peer_rank_, peer_address_);
+}
+
+std::string VerbsPair::describe(const char* op, uint32_t tag) const {
+  return fmt::format("{} tag {} {} {}", op, tag, std::string(op) == "recv" ? "from" : "to", peerName());
+}
+
+Status VerbsPair::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
+}
+
+Status VerbsPair::createQueuePair(rdma_cm_id* id, bool passive, std::function<void()> on_ready) {
+  auto recv_mr = VerbsMemoryRegion::create(device_.pd(), recv_ring_.data(), recv_ring_.size(), IBV_ACCESS_LOCAL_WRITE);
+  if (!recv_mr) return recv_mr.status();
+  auto send_mr = VerbsMemoryRegion::create(device_.pd(), send_ring_.data(), send_ring_.size(), IBV_ACCESS_LOCAL_WRITE);
+  if (!send_mr) return send_mr.status();
+  recv_ring_mr_ = std::move(*recv_mr);
+  send_ring_mr_ = std::move(*send_mr);
+
+  ibv_qp_init_attr attr{};
+  attr.send_cq = device_.cq();
+  attr.recv_cq = device_.cq();
+  attr.qp_type = IBV_QPT_RC;
+  attr.sq_sig_all = 1;
+  attr.cap.max_send_wr = kMaxSendWr;
+  attr.cap.max_recv_wr = kRingSlots;
+  attr.cap.max_send_sge = device_.maxSge();
+  attr.cap.max_recv_sge = 1;
+  if (rdma_create_qp(id, device_.pd(), &attr) != 0) {
+    return errnoStatus(StatusCode::kIoError, fmt::format("rdma_create_qp for {}", peerName()));
+  }
+  max_sge_ = std::max<uint32_t>(1, std::min(attr.cap.max_send_sge, device_.maxSge()));
+  id_ = id;
+  id->context = this;
+  if (peer_address_.empty()) {
+    const sockaddr* peer = rdma_get_peer_addr(id);
+    if (peer) peer_address_ = formatSockaddr(peer, sizeof(sockaddr_storage));
+  }
+  on_ready_ = std::move(on_ready);
+  handshake_ = passive ? HandshakeState::kAwaitHello : HandshakeState::kIdle;
+  free_send_slots_.clear();
+  for (uint32_t slot = kRingSlots; slot > 0; --slot) free_send_slots_.push_back(slot - 1);
+  POSEIDON_RETURN_IF_ERROR(device_.registerPair(id->qp->qp_num, this));
+  for (uint32_t slot = 0; slot < kRingSlots; ++slot) POSEIDON_RETURN_IF_ERROR(postReceive(slot));
+  return Status::ok();
+}
+
+Status VerbsPair::postReceive(uint32_t slot) {
+  ibv_sge sge{};
+  sge.addr = reinterpret_cast<uint64_t>(recv_ring_.data() + slot * kControlSize);
+  sge.length = kControlSize;
+  sge.lkey = recv_ring_mr_->lkey();
+  ibv_recv_wr wr{};
+  wr.wr_id = wrId(kRecvWr, slot);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  const int rc = ibv_post_recv(id_->qp, &wr, &bad);
+  if (rc != 0) return makeStatus(StatusCode::kIoError, "ibv_post_recv for {}: {}", peerName(), std::strerror(rc));
+  return Status::ok();
+}
+
+void VerbsPair::onEstablished() {}
+
+// ---------------------------------------------------------------------------------------------
+// Posting
+
+void VerbsPair::enqueueControlLocked(ControlMessage message) {
+  OutboxEntry entry;
+  entry.is_control = true;
+  entry.control = message;
+  outbox_.push_back(std::move(entry));
+}
+
+Status VerbsPair::enqueueWritesLocked(std::span<const Slice> slices, uint64_t remote_address, uint32_t rkey,
+                                      const std::shared_ptr<SendOp>& op) {
+  const uint64_t op_id = next_wr_op_++;
+  OutboxEntry entry;
+  uint64_t entry_bytes = 0;
+  auto flush_entry = [&] {
+    if (entry.sges.empty()) return;
+    entry.remote_address = remote_address;
+    entry.rkey = rkey;
+    entry.op_id = op_id;
+    remote_address += entry_bytes;
+    ++op->wrs_left;
+    outbox_.push_back(std::move(entry));
+    entry = OutboxEntry{};
+    entry_bytes = 0;
+  };
+  for (const Slice& slice : slices) {
+    const VerbsMemoryRegion* region = asVerbs(slice.region);
+    if (region == nullptr) {
+      return makeStatus(StatusCode::kInvalidArgument, "a slice's region was not registered with the verbs backend");
+    }
+    uint64_t done = 0;
+    while (done < slice.length) {
+      if (entry.sges.size() == max_sge_ || entry_bytes == kMaxWriteBytes) flush_entry();
+      const uint64_t take = std::min(slice.length - done, kMaxWriteBytes - entry_bytes);
+      ibv_sge sge{};
+      sge.addr = reinterpret_cast<uint64_t>(slice.region->data() + slice.offset + done);
+      sge.length = static_cast<uint32_t>(take);
+      sge.lkey = region->lkey();
+      entry.sges.push_back(sge);
+      entry_bytes += take;
+      done += take;
+    }
+  }
+  flush_entry();
+  if (op->wrs_left > 0) wr_ops_[op_id] = op;
+  return Status::ok();
+}
+
+void VerbsPair::drainOutboxLocked(Completions& done) {
+  auto post_control = [&](ControlMessage& message) -> bool {
+    const uint32_t slot = free_send_slots_.back();
+    free_send_slots_.pop_back();
+    message.ring_credits = reposted_unreported_;
+    reposted_unreported_ = 0;
+    uint8_t* bytes = send_ring_.data() + slot * kControlSize;
+    encodeControl(message, bytes);
+    ibv_sge sge{reinterpret_cast<uint64_t>(bytes), static_cast<uint32_t>(kControlSize), send_ring_mr_->lkey()};
+    ibv_send_wr wr{};
+    wr.wr_id = wrId(kControlWr, slot);
+    wr.opcode = IBV_WR_SEND;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_send_wr* bad = nullptr;
+    const int rc = ibv_post_send(id_->qp, &wr, &bad);
+    if (rc != 0) {
+      failLocked(makeStatus(StatusCode::kIoError, "ibv_post_send of a control message to {}: {}", peerName(),
+                            std::strerror(rc)),
+                 done);
+      return false;
+    }
+    --control_credits_;
+    ++sq_outstanding_;
+    return true;
+  };
+  while (!failed()) {
+    const bool room = sq_outstanding_ < kMaxSendWr && !free_send_slots_.empty();
+    // Receive-ring credits go back on their own when nothing else would carry them soon; the
+    // last credit is kept for exactly this, so two busy sides can never starve each other.
+    if (room && reposted_unreported_ >= kRingSlots / 4 && control_credits_ >= 1 &&
+        (outbox_.empty() || !outbox_.front().is_control || control_credits_ < 2)) {
+      ControlMessage credit;
+      credit.type = ControlType::kRingCredit;
+      if (!post_control(credit)) return;
+      continue;
+    }
+    if (outbox_.empty() || sq_outstanding_ >= kMaxSendWr) return;
+    OutboxEntry& entry = outbox_.front();
+    if (entry.is_control) {
+      if (control_credits_ < 2 || free_send_slots_.empty()) return;
+      if (!post_control(entry.control)) return;
+    } else {
+      ibv_send_wr wr{};
+      wr.wr_id = wrId(kWriteWr, entry.op_id);
+      wr.opcode = IBV_WR_RDMA_WRITE;
+      wr.sg_list = entry.sges.data();
+      wr.num_sge = static_cast<int>(entry.sges.size());
+      wr.wr.rdma.remote_addr = entry.remote_address;
+      wr.wr.rdma.rkey = entry.rkey;
+      ibv_send_wr* bad = nullptr;
+      const int rc = ibv_post_send(id_->qp, &wr, &bad);
+      if (rc != 0) {
+        failLocked(makeStatus(StatusCode::kIoError, "ibv_post_send of an RDMA write to {}: {}", peerName(),
+                              std::strerror(rc)),
+                   done);
+        return;
+      }
+      ++sq_outstanding_;
+    }
+    outbox_.pop_front();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pair operations
+
+RequestPtr VerbsPair::sendv(uint32_t tag, std::span<const Slice> slices) {
+  auto request = std::make_shared<Request>(describe("send", tag));
+  for (const auto& s : slices) {
+    if (s.region == nullptr || !s.region->contains(s.offset, s.length) || asVerbs(s.region) == nullptr) {
+      request->complete(makeStatus(StatusCode::kInvalidArgument,
+                                   "{}: slice [{}, +{}) is outside its region of {} bytes or not a verbs region",
+                                   request->what(), s.offset, s.length, s.region ? s.region->size() : 0));
+      return request;
+    }
+  }
+  Completions done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failed()) {
+      done.push_back({request, failure_.withContext(request->what())});
+    } else {
+      const uint64_t seq = send_seq_[tag]++;
+      auto op = std::make_shared<SendOp>();
+      op->request = request;
+      op->bytes = totalLength(slices);
+      PendingSend send{op, std::vector<Slice>(slices.begin(), slices.end())};
+      auto cts = clear_to_send_.find({tag, seq});
+      if (cts != clear_to_send_.end()) {
+        const ClearToSend room = cts->second;
+        clear_to_send_.erase(cts);
+        startSendLocked(tag, seq, std::move(send), room, done);
+        drainOutboxLocked(done);
+      } else {
+        pending_sends_.emplace(std::make_pair(tag, seq), std::move(send));
+      }
+    }
+  }
+  completeAll(done);
+  return request;
+}
+
+void VerbsPair::startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, const ClearToSend& cts,
+                                Completions& done) {
+  ControlMessage message;
+  message.tag = tag;
+  message.seq = seq;
+  message.total = send.op->bytes;
+  if (send.op->bytes > cts.room) {
+    message.type = ControlType::kSendError;
+    enqueueControlLocked(message);
+    done.push_back({send.op->request,
+                    makeStatus(StatusCode::kInvalidArgument, "{}: message of {} bytes exceeds the {} bytes {} posted",
+                               send.op->request->what(), send.op->bytes, cts.room, peerName())});
+    return;
+  }
+  Status st = enqueueWritesLocked(send.slices, cts.address, cts.rkey, send.op);
+  if (!st.isOk()) {
+    done.push_back({send.op->request, st.withContext(send.op->request->what())});
+    return;
+  }
+  message.type = ControlType::kDone;
+  enqueueControlLocked(message);
+  if (send.op->wrs_left == 0) done.push_back({send.op->request, Status::ok(), 0});
+}
+
+RequestPtr VerbsPair::recv(uint32_t tag, MemoryRegion& region, uint64_t offset, uint64_t length) {
+  auto request = std::make_shared<Request>(describe("recv", tag));
+  const VerbsMemoryRegion* verbs_region = asVerbs(&region);
+  if (!region.contains(offset, length) || verbs_region == nullptr) {
+    request->complete(makeStatus(StatusCode::kInvalidArgument,
+                                 "{}: range [{}, +{}) is outside its region of {} bytes or not a verbs region",
+                                 request->what(), offset, length, region.size()));
+    return request;
+  }
+  Completions done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failed()) {
+      done.push_back({request, failure_.withContext(request->what())});
+    } else {
+      const uint64_t seq = recv_seq_[tag]++;
+      posted_.emplace(std::make_pair(tag, seq), PostedRecv{request, length});
+      ControlMessage cts;
+      cts.type = ControlType::kClearToSend;
+      cts.tag = tag;
+      cts.seq = seq;
+      cts.total = length;
+      cts.address = reinterpret_cast<uint64_t>(region.data() + offset);
+      cts.rkey = verbs_region->rkey();
+      enqueueControlLocked(cts);
+      drainOutboxLocked(done);
+    }
+  }
+  completeAll(done);
+  return request;
+}
+
+RequestPtr VerbsPair::write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
+                            uint64_t remote_offset, uint64_t length, uint32_t imm) {
+  auto request =
+      std::make_shared<Request>(fmt::format("write of {} bytes to region {} of {}", length, remote.key, peerName()));
+  Status invalid;
+  if (!local.contains(local_offset, length) || asVerbs(&local) == nullptr) {
+    invalid = makeStatus(StatusCode::kInvalidArgument,
+                         "{}: local range [{}, +{}) is outside the local region of {} bytes or not a verbs region",
+                         request->what(), local_offset, length, local.size());
+  } else if (remote.backend != BackendTag::kVerbs) {
+    invalid = makeStatus(StatusCode::kInvalidArgument, "{}: remote descriptor is for backend '{}', not 'verbs'",
+                         request->what(), backendName(remote.backend));
+  } else if (remote_offset > remote.length || length > remote.length - remote_offset) {
+    invalid = makeStatus(StatusCode::kInvalidArgument,
+                         "{}: remote range [{}, +{}) is outside the remote region of {} bytes", request->what(),
+                         remote_offset, length, remote.length);
+  }
+  if (!invalid.isOk()) {
+    request->complete(invalid);
+    return request;
+  }
+  Completions done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failed()) {
+      done.push_back({request, failure_.withContext(request->what())});
+    } else {
+      auto op = std::make_shared<SendOp>();
+      op->request = request;
+      op->bytes = length;
+      const Slice slice{&local, local_offset, length};
+      Status st = enqueueWritesLocked(std::span<const Slice>(&slice, 1), remote.address + remote_offset, remote.key, op);
+      if (!st.isOk()) {
+        done.push_back({request, st.withContext(request->what())});
+      } else {
+        ControlMessage notice;
+        notice.type = ControlType::kWriteNotice;
+        notice.imm = imm;
+        enqueueControlLocked(notice);
+        if (op->wrs_left == 0) done.push_back({request, Status::ok(), 0});
+        drainOutboxLocked(done);
+      }
+    }
+  }
+  completeAll(done);
+  return request;
+}
+
+RequestPtr VerbsPair::recvImm() {
+  auto request = std::make_shared<Request>(fmt::format("write notification from {}", peerName()));
+  Completions done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!ready_imms_.empty()) {
+      done.push_back({request, Status::ok(), 0, ready_imms_.front()});
+      ready_imms_.pop_front();
+    } else if (failed()) {
+      done.push_back({request, failure_.withContext(request->what())});
+    } else {
+      imm_waiters_.push_back(request);
+    }
+  }
+  completeAll(done);
+  return request;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Completions and control messages (engine thread)
+
+void VerbsPair::onWorkCompletion(const ibv_wc& wc) {
+  const auto kind = static_cast<WrKind>(wc.wr_id >> kKindShift);
+  const uint64_t index = wc.wr_id & kIndexMask;
+  Completions done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failed()) return;  // flushed work requests of a broken connection
+    if (wc.status != IBV_WC_SUCCESS) {
+      failLocked(makeStatus(StatusCode::kConnectionError, "{}: work completion error '{}' (status {}, vendor 0x{:x})",
+                            peerName(), ibv_wc_status_str(wc.status), static_cast<int>(wc.status), wc.vendor_err),
+                 done);
+    } else if (kind == kRecvWr) {
+      const uint8_t* bytes = recv_ring_.data() + index * kControlSize;
+      auto message = decodeControl(bytes, wc.byte_len, peerName());
+      Status st = message ? onControlLocked(*message, done) : message.status();
+      if (st.isOk()) st = postReceive(static_cast<uint32_t>(index));
+      if (!st.isOk()) {
+        // A refused handshake leaves its verdict queued: send it, and keep the queue pair up
+        // so it arrives; the peer closes once it has read why.
+        if (st.code() == StatusCode::kAuthError) {
+          drainOutboxLocked(done);
+          keep_connection_ = true;
+        }
+        failLocked(st, done);
+      } else {
+        ++reposted_unreported_;
+      }
+    } else if (kind == kControlWr) {
+      --sq_outstanding_;
+      free_send_slots_.push_back(static_cast<uint32_t>(index));
+    } else if (kind == kWriteWr) {
+      --sq_outstanding_;
+      auto it = wr_ops_.find(index);
+      if (it != wr_ops_.end() && --it->second->wrs_left == 0) {
+        done.push_back({it->second->request, Status::ok(), it->second->bytes});
+        wr_ops_.erase(it);
+      }
+    }
+    if (!failed()) drainOutboxLocked(done);
+  }
+  const bool became_failed = failed();
+  completeAll(done);
+  if (became_failed) {
+    if (id_ && !keep_connection_) rdma_disconnect(id_);
+    if (on_ready_) on_ready_();
+  }
+}
+
+Status VerbsPair::onControlLocked(const ControlMessage& m, Completions& done) {
+  if (m.ring_credits > kRingSlots || control_credits_ + m.ring_credits > kRingSlots) {
+    return makeStatus(StatusCode::kProtocolError, "{} returned {} ring credits with {} outstanding of {}", peerName(),
+                      m.ring_credits, control_credits_, kRingSlots);
+  }
+  control_credits_ += m.ring_credits;
+  // The accepting side takes nothing but the handshake until the peer proved the secret. (The
+  // connecting side may see the peer's first messages before its own handshake call returns.)
+  const bool proving = handshake_ == HandshakeState::kAwaitHello || handshake_ == HandshakeState::kAwaitProof;
+  if (m.type != ControlType::kHandshake && m.type != ControlType::kRingCredit && proving) {
+    return makeStatus(StatusCode::kProtocolError, "{} sent a {} control message before the handshake finished",
+                      peerName(), static_cast<int>(m.type));
+  }
+  switch (m.type) {
+    case ControlType::kRingCredit:
+      return Status::ok();
+    case ControlType::kHandshake:
+      return onHandshakeLocked(m);
+    case ControlType::kClearToSend: {
+      uint64_t& expected = cts_seq_[m.tag];
+      if (m.seq != expected) {
+        return makeStatus(StatusCode::kProtocolError, "{} sent clear-to-send {} on tag {}, expected {}", peerName(),
+                          m.seq, m.tag, expected);
+      }
+      ++expected;
+      const ClearToSend cts{m.address, m.rkey, m.total};
+      auto pending = pending_sends_.find({m.tag, m.seq});
+      if (pending != pending_sends_.end()) {
+        PendingSend send = std::move(pending->second);
+        pending_sends_.erase(pending);
+        startSendLocked(m.tag, m.seq, std::move(send), cts, done);
+      } else if (clear_to_send_.size() >= kMaxBufferedClearToSend) {
+        return makeStatus(StatusCode::kProtocolError, "{} granted more than {} unused receives", peerName(),
+                          kMaxBufferedClearToSend);
+      } else {
+        clear_to_send_.emplace(std::make_pair(m.tag, m.seq), cts);
+      }
+      return Status::ok();
+    }
+    case ControlType::kDone:
+    case ControlType::kSendError: {
+      auto it = posted_.find({m.tag, m.seq});
+      if (it == posted_.end()) {
+        return makeStatus(StatusCode::kProtocolError, "{} finished message {} on tag {}, which was never posted",
+                          peerName(), m.seq, m.tag);
+      }
+      PostedRecv posted = it->second;
+      posted_.erase(it);
+      if (m.type == ControlType::kSendError) {
+        done.push_back({posted.request,
+                        makeStatus(StatusCode::kInvalidArgument,
+                                   "{}: {} sent a message of {} bytes, larger than the {} bytes posted",
+                                   posted.request->what(), peerName(), m.total, posted.room)});
+        return Status::ok();
+      }
+      if (m.total > posted.room) {
+        return makeStatus(StatusCode::kProtocolError, "{} reported a message of {} bytes on tag {} into {} bytes",
+                          peerName(), m.total, m.tag, posted.room);
+      }
+      done.push_back({posted.request, Status::ok(), m.total});
+      return Status::ok();
+    }
+    case ControlType::kWriteNotice:
+      if (!imm_waiters_.empty()) {
+        done.push_back({imm_waiters_.front(), Status::ok(), 0, m.imm});
+        imm_waiters_.pop_front();
+      } else if (ready_imms_.size() >= kMaxUnclaimedImms) {
+        return makeStatus(StatusCode::kProtocolError, "{} made more than {} writes nobody waited for", peerName(),
+                          kMaxUnclaimedImms);
+      } else {
+        ready_imms_.push_back(m.imm);
+      }
+      return Status::ok();
+  }
+  return makeStatus(StatusCode::kInternal, "unhandled control type {}", static_cast<int>(m.type));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handshake: the wire handshake messages (transport/wire/handshake.h) carried as control
+// payloads, so a queue pair proves the job secret exactly as a TCP connection does.
+
+namespace {
+ControlMessage handshakeMessage(const uint8_t* bytes, size_t length) {
+  ControlMessage m;
+  m.type = ControlType::kHandshake;
+  m.payload_length = static_cast<uint8_t>(length);
+  std::memcpy(m.payload.data(), bytes, length);
+  return m;
+}
+}  // namespace
+
+Status VerbsPair::onHandshakeLocked(const ControlMessage& m) {
+  const std::string& secret = device_.options().secret;
+  switch (handshake_) {
+    case HandshakeState::kIdle:
+      // Active side: clientHandshake() is waiting for this.
+      handshake_inbox_.push_back(m);
+      handshake_cv_.notify_all();
+      return Status::ok();
+    case HandshakeState::kAwaitHello: {
+      if (m.payload_length != wire::kClientHelloSize) {
+        return makeStatus(StatusCode::kProtocolError, "{}: handshake hello of {} bytes, expected {}", peerName(),
+                          m.payload_length, wire::kClientHelloSize);
+      }
+      auto hello = wire::decodeClientHello(m.payload.data(), peerName());
+      if (!hello) return hello.status();
+      wire::ServerHello reply;
+      reply.version = wire::kProtocolVersion;
+      reply.nonce = wire::randomNonce();
+      if (hello->version != wire::kProtocolVersion) {
+        reply.verdict = wire::Verdict::kVersionMismatch;
+      } else if (hello->context_id != context_id_ || static_cast<int>(hello->src_rank) != peer_rank_ ||
+                 static_cast<int>(hello->dst_rank) != self_rank_) {
+        reply.verdict = wire::Verdict::kUnknownPeer;
+      } else {
+        reply.proof = wire::computeProof(secret, wire::Role::kServer, m.payload.data(), reply.nonce);
+      }
+      const auto bytes = wire::encodeServerHello(reply);
+      enqueueControlLocked(handshakeMessage(bytes.data(), bytes.size()));
+      if (reply.verdict != wire::Verdict::kAccepted) {
+        return makeStatus(StatusCode::kAuthError, "refused {}: {} (its protocol version {}, ours {})", peerName(),
+                          wire::verdictName(reply.verdict), hello->version, wire::kProtocolVersion);
+      }
+      std::copy(m.payload.begin(), m.payload.begin() + wire::kClientHelloSize, client_hello_bytes_.begin());
+      server_nonce_ = reply.nonce;
+      handshake_ = HandshakeState::kAwaitProof;
+      return Status::ok();
+    }
+    case HandshakeState::kAwaitProof: {
+      if (m.payload_length != wire::kClientProofSize) {
+        return makeStatus(StatusCode::kProtocolError, "{}: handshake proof of {} bytes, expected {}", peerName(),
+                          m.payload_length, wire::kClientProofSize);
+      }
+      auto proof = wire::decodeClientProof(m.payload.data(), peerName());
+      if (!proof) return proof.status();
+      const bool proved = wire::proofsEqual(
+          *proof, wire::computeProof(secret, wire::Role::kClient, client_hello_bytes_.data(), server_nonce_));
+      const auto verdict = wire::encodeServerVerdict(proved ? wire::Verdict::kAccepted : wire::Verdict::kBadSecret);
+      enqueueControlLocked(handshakeMessage(verdict.data(), verdict.size()));
+      if (!proved) {
+        return makeStatus(StatusCode::kAuthError,
+                          "{} could not prove the job secret (the two sides were given different secrets): refused",
+                          peerName());
+      }
+      handshake_ = HandshakeState::kDone;
+      ready_.store(true, std::memory_order_release);
+      if (on_ready_) on_ready_();
+      return Status::ok();
+    }
+    case HandshakeState::kDone:
+      return makeStatus(StatusCode::kProtocolError, "{} sent a handshake message after the handshake", peerName());
+  }
+  return Status::ok();
+}
+
+Status VerbsPair::clientHandshake(const std::string& secret, Deadline deadline) {
+  auto await = [&](size_t expected_size, const char* what) -> Result<ControlMessage> {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (handshake_inbox_.empty() && !failed()) {
+      if (handshake_cv_.wait_until(lock, deadline.at()) == std::cv_status::timeout && handshake_inbox_.empty()) {
+        return makeStatus(StatusCode::kTimeout, "timed out waiting for the {} of {}", what, peerName());
+      }
+    }
+    if (handshake_inbox_.empty()) return failure_;
+    ControlMessage m = handshake_inbox_.front();
+    handshake_inbox_.pop_front();
+    if (m.payload_length != expected_size) {
+      return makeStatus(StatusCode::kProtocolError, "{}: handshake {} of {} bytes, expected {}", peerName(), what,
+                        m.payload_length, expected_size);
+    }
+    return m;
+  };
+  auto send = [&](const uint8_t* bytes, size_t length) {
+    Completions done;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      enqueueControlLocked(handshakeMessage(bytes, length));
+      // Handshake messages flow before ready(): post them directly.
+      drainOutboxLocked(done);
+    }
+    completeAll(done);
+  };
+
+  wire::ClientHello hello;
+  hello.version = wire::kProtocolVersion;
+  hello.context_id = context_id_;
+  hello.src_rank = static_cast<uint32_t>(self_rank_);
+  hello.dst_rank = static_cast<uint32_t>(peer_rank_);
+  hello.stream = 0;
+  hello.num_streams = 1;
+  hello.nonce = wire::randomNonce();
+  const auto hello_bytes = wire::encodeClientHello(hello);
+  send(hello_bytes.data(), hello_bytes.size());
+
+  auto reply_message = await(wire::kServerHelloSize, "handshake reply");
+  if (!reply_message) return reply_message.status();
+  auto reply = wire::decodeServerHello(reply_message->payload.data(), peerName());
+  if (!reply) return reply.status();
+  if (reply->verdict == wire::Verdict::kVersionMismatch) {
+    return makeStatus(StatusCode::kAuthError, "{} speaks protocol version {}, this build speaks {}: refused",
+                      peerName(), reply->version, hello.version);
+  }
+  if (reply->verdict != wire::Verdict::kAccepted) {
+    return makeStatus(StatusCode::kAuthError, "{} refused the connection: {}", peerName(),
+                      wire::verdictName(reply->verdict));
+  }
+  const bool server_proved = wire::proofsEqual(
+      reply->proof, wire::computeProof(secret, wire::Role::kServer, hello_bytes.data(), reply->nonce));
+  const auto proof =
+      wire::encodeClientProof(wire::computeProof(secret, wire::Role::kClient, hello_bytes.data(), reply->nonce));
+  send(proof.data(), proof.size());
+  if (!server_proved) {
+    return makeStatus(StatusCode::kAuthError,
+                      "{} could not prove the job secret (the two sides were given different secrets): refused",
+                      peerName());
+  }
+  auto verdict_message = await(wire::kServerVerdictSize, "handshake verdict");
+  if (!verdict_message) return verdict_message.status();
+  auto verdict = wire::decodeServerVerdict(verdict_message->payload.data(), peerName());
+  if (!verdict) return verdict.status();
+  if (*verdict != wire::Verdict::kAccepted) {
+    return makeStatus(StatusCode::kAuthError, "{} refused the connection: {}", peerName(), wire::verdictName(*verdict));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    handshake_ = HandshakeState::kDone;
+    ready_.store(true, std::memory_order_release);
+  }
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failure
+
+void VerbsPair::failLocked(const Status& cause, Completions& done) {
+  if (failed()) return;
+  failure_ = cause;
+  failed_.store(true, std::memory_order_release);
+  for (auto& [key, send] : pending_sends_) done.push_back({send.op->request, cause.withContext(send.op->request->what())});
+  pending_sends_.clear();
+  for (auto& [key, posted] : posted_) done.push_back({posted.request, cause.withContext(posted.request->what())});
+  posted_.clear();
+  for (auto& waiter : imm_waiters_) done.push_back({waiter, cause.withContext(waiter->what())});
+  imm_waiters_.clear();
+  for (auto& [id, op] : wr_ops_) done.push_back({op->request, cause.withContext(op->request->what())});
+  wr_ops_.clear();
+  outbox_.clear();
+  handshake_cv_.notify_all();
+  if (!done.empty() || cause.code() == StatusCode::kProtocolError || cause.code() == StatusCode::kAuthError) {
+    spdlog::warn("transport: connection to {} failed with {} requests pending: {}", peerName(), done.size(),
+                 cause.toString());
+  } else {
+    spdlog::debug("transport: connection to {} ended: {}", peerName(), cause.toString());
+  }
+}
+
+void VerbsPair::fail(Status cause) {
+  Completions done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failLocked(cause, done);
+  }
+  completeAll(done);
+  if (on_ready_) on_ready_();
+}
+
+}  // namespace poseidon::transport::verbs

@@ -1,0 +1,163 @@
+// VerbsPair: the verbs backend's Pair — one RC queue pair per peer, set up by rdma_cm.
+//
+// Payload moves only by RDMA WRITE into registered memory; small control messages (SENDs into a
+// pre-posted receive ring, control.h) carry the protocol:
+// - recv() sends clear-to-send (tag, seq, address, rkey, room); the sender RDMA-writes the
+//   message straight into that room and then sends done (tag, seq, length). RC delivers the
+//   done only after the writes landed. Too large a message: send-error, both requests fail.
+// - write() RDMA-writes into the peer's region, then sends a write notice with the immediate;
+//   notices arrive in posted order and feed recvImm().
+// - the control ring has credits: each side may send as many control messages as the other
+//   has receive slots posted; slots reposted are reported back in every control message.
+// Every work request goes through one FIFO outbox, so a done never overtakes its writes and
+// the send queue never overflows. A work completion with an error fails the pair with the
+// verbs status string.
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/completion.h"
+#include "transport/device.h"
+#include "transport/pair.h"
+#include "transport/verbs/control.h"
+#include "transport/verbs/memory.h"
+
+namespace poseidon::transport::verbs {
+
+class VerbsDevice;
+
+inline constexpr uint32_t kRingSlots = 128;
+inline constexpr uint32_t kMaxSendWr = 256;
+
+class VerbsPair final : public Pair {
+ public:
+  VerbsPair(VerbsDevice& device, uint64_t context_id, int self_rank, int peer_rank);
+  ~VerbsPair() override;
+
+  // Set-up. createQueuePair() on the id rdma_cm resolved (active) or accepted (passive: the
+  // peer then runs the handshake, and `on_ready` is called once it proved the secret or failed).
+  Status createQueuePair(rdma_cm_id* id, bool passive, std::function<void()> on_ready = {});
+  void setPeerAddress(const std::string& address) { peer_address_ = address; }
+  // Active side: runs the secret handshake over the established QP, blocking until done.
+  Status clientHandshake(const std::string& secret, Deadline deadline);
+  // Passive side: the handshake runs on the engine thread; true once the peer proved itself.
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
+
+  // Pair
+  int peerRank() const override { return peer_rank_; }
+  std::string peerName() const override;
+  Status status() const override;
+  RequestPtr sendv(uint32_t tag, std::span<const Slice> slices) override;
+  RequestPtr recv(uint32_t tag, MemoryRegion& region, uint64_t offset, uint64_t length) override;
+  RequestPtr write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
+                   uint64_t remote_offset, uint64_t length, uint32_t imm) override;
+  RequestPtr recvImm() override;
+
+  // Engine thread.
+  void onWorkCompletion(const ibv_wc& wc);
+  void onEstablished();
+  void fail(Status cause);
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  rdma_cm_id* cmId() const { return id_; }
+  uint32_t qpNum() const;
+
+ private:
+  struct SendOp {
+    RequestPtr request;
+    size_t wrs_left = 0;
+    uint64_t bytes = 0;
+  };
+  // One RDMA WRITE or one control SEND, waiting in the outbox for send-queue room and credits.
+  struct OutboxEntry {
+    bool is_control = false;
+    ControlMessage control;
+    std::vector<ibv_sge> sges;
+    uint64_t remote_address = 0;
+    uint32_t rkey = 0;
+    uint64_t op_id = 0;
+  };
+  struct PostedRecv {
+    RequestPtr request;
+    uint64_t room = 0;
+  };
+  struct PendingSend {
+    std::shared_ptr<SendOp> op;
+    std::vector<Slice> slices;
+  };
+  struct ClearToSend {
+    uint64_t address = 0;
+    uint32_t rkey = 0;
+    uint64_t room = 0;
+  };
+  enum class HandshakeState { kIdle, kAwaitHello, kAwaitProof, kDone };
+
+  Status postReceive(uint32_t slot);
+  void enqueueControlLocked(ControlMessage message);
+  Status enqueueWritesLocked(std::span<const Slice> slices, uint64_t remote_address, uint32_t rkey,
+                             const std::shared_ptr<SendOp>& op);
+  void drainOutboxLocked(Completions& done);
+  void startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, const ClearToSend& cts, Completions& done);
+  Status onControlLocked(const ControlMessage& message, Completions& done);
+  Status onHandshakeLocked(const ControlMessage& message);
+  void failLocked(const Status& cause, Completions& done);
+  std::string describe(const char* op, uint32_t tag) const;
+
+  VerbsDevice& device_;
+  const uint64_t context_id_;
+  const int self_rank_;
+  const int peer_rank_;
+  rdma_cm_id* id_ = nullptr;
+  std::string peer_address_;
+  uint32_t max_sge_ = 1;
+
+  // Control rings: received messages land in recv_ring_, sent ones are staged in send_ring_.
+  std::vector<uint8_t> recv_ring_;
+  std::vector<uint8_t> send_ring_;
+  std::unique_ptr<VerbsMemoryRegion> recv_ring_mr_;
+  std::unique_ptr<VerbsMemoryRegion> send_ring_mr_;
+  std::vector<uint32_t> free_send_slots_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable handshake_cv_;
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> ready_{false};
+  bool keep_connection_ = false;  // failed by a refused handshake: let the verdict reach the peer
+  Status failure_;
+  uint32_t sq_outstanding_ = 0;
+  uint32_t control_credits_ = kRingSlots;  // control messages the peer has room for
+  uint32_t reposted_unreported_ = 0;
+  std::deque<OutboxEntry> outbox_;
+  uint64_t next_wr_op_ = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<SendOp>> wr_ops_;
+
+  std::unordered_map<uint32_t, uint64_t> send_seq_;
+  std::map<std::pair<uint32_t, uint64_t>, ClearToSend> clear_to_send_;
+  std::map<std::pair<uint32_t, uint64_t>, PendingSend> pending_sends_;
+  std::unordered_map<uint32_t, uint64_t> cts_seq_;
+  std::unordered_map<uint32_t, uint64_t> recv_seq_;
+  std::map<std::pair<uint32_t, uint64_t>, PostedRecv> posted_;
+  std::deque<uint32_t> ready_imms_;
+  std::deque<RequestPtr> imm_waiters_;
+
+  // Handshake.
+  HandshakeState handshake_ = HandshakeState::kIdle;
+  std::deque<ControlMessage> handshake_inbox_;  // active side: replies for clientHandshake()
+  std::array<uint8_t, 64> client_hello_bytes_{};
+  std::array<uint8_t, 32> server_nonce_{};
+  std::function<void()> on_ready_;
+};
+
+}  // namespace poseidon::transport::verbs
