@@ -17,14 +17,44 @@ using poseidon::testing::ChildProcess;
 using poseidon::testing::makeBuffer;
 using poseidon::testing::TempDir;
 
-std::vector<std::string> peerArgs(const TempDir& dir, int rank, int size, const std::string& role, int streams = 1) {
-  return {TRANSPORT_PEER_BINARY, "--store", dir.path(), "--rank", std::to_string(rank), "--size",
-          std::to_string(size), "--role", role, "--streams", std::to_string(streams)};
+// Each case runs over a backend: tcp on loopback, verbs on the RDMA netdev that
+// POSEIDON_TEST_RDMA_ADDRESS (or the Soft-RoCE guest's SOFTROCE_VM_SELF) names.
+struct BackendCase {
+  std::string backend;
+  int streams;
+};
+
+std::string rdmaAddress() {
+  for (const char* name : {"POSEIDON_TEST_RDMA_ADDRESS", "SOFTROCE_VM_SELF"}) {
+    if (const char* value = std::getenv(name); value != nullptr && *value != 0) return value;
+  }
+  return "";
 }
 
-class TwoProcesses : public ::testing::TestWithParam<int> {};
+std::string addressFor(const std::string& backend) { return backend == "verbs" ? rdmaAddress() : "127.0.0.1"; }
 
-TEST_P(TwoProcesses, ExchangeEveryByteIntact) {
+std::vector<std::string> peerArgs(const TempDir& dir, int rank, int size, const std::string& role,
+                                  const BackendCase& c) {
+  return {TRANSPORT_PEER_BINARY, "--store", dir.path(), "--rank", std::to_string(rank), "--size",
+          std::to_string(size), "--role", role, "--streams", std::to_string(c.streams), "--backend", c.backend,
+          "--address", addressFor(c.backend)};
+}
+
+class MultiProcess : public ::testing::TestWithParam<BackendCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().backend == "verbs" && rdmaAddress().empty()) {
+      GTEST_SKIP() << "no RDMA device here: set POSEIDON_TEST_RDMA_ADDRESS to the address of an RDMA netdev "
+                      "(tools/softroce-vm runs this suite on Soft-RoCE)";
+    }
+  }
+};
+
+std::string caseName(const ::testing::TestParamInfo<BackendCase>& info) {
+  return info.param.backend + "_" + std::to_string(info.param.streams) + "streams";
+}
+
+TEST_P(MultiProcess, ExchangeEveryByteIntact) {
   TempDir dir;
   ChildProcess a(peerArgs(dir, 0, 2, "exchange", GetParam()), dir.path() + "/rank0.log");
   ChildProcess b(peerArgs(dir, 1, 2, "exchange", GetParam()), dir.path() + "/rank1.log");
@@ -34,14 +64,15 @@ TEST_P(TwoProcesses, ExchangeEveryByteIntact) {
   EXPECT_EQ(code_b, 0) << poseidon::testing::read_file(dir.path() + "/rank1.log");
 }
 
-INSTANTIATE_TEST_SUITE_P(Streams, TwoProcesses, ::testing::Values(1, 4));
-
-TEST(PeerDeath, KilledPeerFailsItsRequestsWithinTheDeadlineAndOthersGoOn) {
+TEST_P(MultiProcess, KilledPeerFailsItsRequestsWithinTheDeadlineAndOthersGoOn) {
   TempDir dir;
-  ChildProcess flooder(peerArgs(dir, 1, 3, "flood"), dir.path() + "/rank1.log");
-  ChildProcess echoer(peerArgs(dir, 2, 3, "echo"), dir.path() + "/rank2.log");
+  ChildProcess flooder(peerArgs(dir, 1, 3, "flood", GetParam()), dir.path() + "/rank1.log");
+  ChildProcess echoer(peerArgs(dir, 2, 3, "echo", GetParam()), dir.path() + "/rank2.log");
   DeviceOptions options;
   options.secret = "peer-secret";
+  options.backend = GetParam().backend;
+  options.address = addressFor(GetParam().backend);
+  options.streams = GetParam().streams;
   auto device = createDevice(options);
   ASSERT_TRUE(device.isOk());
   auto context = (*device)->createContext(0, 3, "peer");
@@ -82,6 +113,10 @@ TEST(PeerDeath, KilledPeerFailsItsRequestsWithinTheDeadlineAndOthersGoOn) {
   EXPECT_TRUE(end->wait(Deadline::after(std::chrono::seconds(10))).isOk());
   EXPECT_EQ(echoer.stop(0, std::chrono::seconds(10)), 0) << poseidon::testing::read_file(dir.path() + "/rank2.log");
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, MultiProcess,
+                         ::testing::Values(BackendCase{"tcp", 1}, BackendCase{"tcp", 4}, BackendCase{"verbs", 1}),
+                         caseName);
 
 }  // namespace
 }  // namespace poseidon::transport

@@ -1,6 +1,7 @@
 // A rank in its own process, for the multi-process and multi-host transport tests.
 //
-//   transport_peer --store DIR --rank R --size N --role ROLE [--address A] [--streams S]
+//   transport_peer --store DIR --rank R --size N --role ROLE [--backend tcp|verbs] [--address A]
+//                  [--streams S]
 //
 // Roles:
 //   exchange  ranks 0 and 1 swap messages of many sizes and one-sided writes both ways and
@@ -101,19 +102,21 @@ int echo(Context& ctx) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Poseidon transport test peer"};
-  std::string store_dir, role, address = "127.0.0.1", secret = "peer-secret", name = "peer";
+  std::string store_dir, role, address = "127.0.0.1", secret = "peer-secret", name = "peer", backend = "tcp";
   int rank = 0, size = 2, streams = 1;
   app.add_option("--store", store_dir, "FileStore directory shared by all ranks")->required();
   app.add_option("--rank", rank)->required();
   app.add_option("--size", size)->required();
   app.add_option("--role", role)->required()->check(CLI::IsMember({"exchange", "flood", "echo", "idle"}));
   app.add_option("--address", address);
+  app.add_option("--backend", backend)->check(CLI::IsMember({"tcp", "verbs"}));
   app.add_option("--streams", streams);
   app.add_option("--secret", secret);
   app.add_option("--context", name);
   CLI11_PARSE(app, argc, argv);
 
   DeviceOptions options;
+  options.backend = backend;
   options.address = address;
   options.streams = streams;
   options.secret = secret;

@@ -104,7 +104,7 @@ Result<std::shared_ptr<VerbsDevice>> VerbsDevice::create(const DeviceOptions& op
   POSEIDON_RETURN_IF_ERROR(setNonBlockingFd(d->completion_channel_->fd));
   d->wake_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   d->engine_ = std::thread([raw = d.get()] { raw->run(); });
-  spdlog::info("transport: verbs device {} listening on {}", d->description_, d->listen_address_);
+  spdlog::debug("transport: verbs device {} listening on {}", d->description_, d->listen_address_);
   return d;
 }
 
