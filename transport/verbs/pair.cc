@@ -228,6 +228,29 @@ void VerbsPair::drainOutboxLocked(Completions& done) {
   }
 }
 
+Status VerbsPair::injectRawControl(std::span<const uint8_t> bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (bytes.size() > kControlSize || free_send_slots_.empty() || failed()) {
+    return makeStatus(StatusCode::kInvalidArgument, "cannot inject {} bytes now", bytes.size());
+  }
+  const uint32_t slot = free_send_slots_.back();
+  free_send_slots_.pop_back();
+  uint8_t* staging = send_ring_.data() + slot * kControlSize;
+  std::memcpy(staging, bytes.data(), bytes.size());
+  ibv_sge sge{reinterpret_cast<uint64_t>(staging), static_cast<uint32_t>(bytes.size()), send_ring_mr_->lkey()};
+  ibv_send_wr wr{};
+  wr.wr_id = wrId(kControlWr, slot);
+  wr.opcode = IBV_WR_SEND;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_send_wr* bad = nullptr;
+  if (const int rc = ibv_post_send(id_->qp, &wr, &bad); rc != 0) {
+    return makeStatus(StatusCode::kIoError, "ibv_post_send: {}", std::strerror(rc));
+  }
+  ++sq_outstanding_;
+  return Status::ok();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Pair operations
 

@@ -66,6 +66,11 @@ class VerbsPair final : public Pair {
                    uint64_t remote_offset, uint64_t length, uint32_t imm) override;
   RequestPtr recvImm() override;
 
+  // Fault injection, for tests only: sends `bytes` (at most kControlSize, possibly malformed)
+  // as one control message, bypassing encoding and credits, to check what a misbehaving peer
+  // gets from the other side.
+  Status injectRawControl(std::span<const uint8_t> bytes);
+
   // Engine thread.
   void onWorkCompletion(const ibv_wc& wc);
   void onEstablished();
