@@ -17,6 +17,7 @@ void Request::complete(Status status, uint64_t bytes, uint32_t imm) {
     status_ = std::move(status);
     bytes_ = bytes;
     imm_ = imm;
+    completed_at_ = Clock::now();
     done_.store(true, std::memory_order_release);
   }
   cv_.notify_all();

@@ -35,6 +35,9 @@ class Request {
   const Status& status() const { return status_; }
   uint64_t bytes() const { return bytes_; }
   uint32_t imm() const { return imm_; }
+  // When the backend completed it: benchmarks time operations by this, not by when a busy
+  // caller got round to looking.
+  Clock::time_point completedAt() const { return completed_at_; }
   const std::string& what() const { return what_; }
 
   // Backend side: the first call wins, later ones are ignored (a request that already
@@ -52,6 +55,7 @@ class Request {
   Status status_;
   uint64_t bytes_ = 0;
   uint32_t imm_ = 0;
+  Clock::time_point completed_at_{};
   std::string what_;
 };
 

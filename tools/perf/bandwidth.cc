@@ -82,7 +82,10 @@ Result<bool> BandwidthClient::reapAck(Pass& pass, bool wait) {
   } else if (!ack->test()) {
     return false;
   }
-  const int64_t now = nowNanos();
+  // When the ack arrived, not when this loop looked: the client may have slept on a batch of
+  // its own sends meanwhile, and stamping late would shrink the -D window and inflate the rate.
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(ack->completedAt().time_since_epoch()).count();
   POSEIDON_RETURN_IF_ERROR(ack->status());
   const uint64_t count = decodeCount(session_.acks->data() + slot * kAckBytes);
   ack.reset();
