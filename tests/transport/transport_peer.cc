@@ -1,7 +1,10 @@
 // A rank in its own process, for the multi-process and multi-host transport tests.
 //
-//   transport_peer --store DIR --rank R --size N --role ROLE [--backend tcp|verbs] [--address A]
-//                  [--streams S]
+//   transport_peer (--store DIR | --root HOST:PORT) --rank R --size N --role ROLE
+//                  [--backend tcp|verbs] [--address A] [--streams S]
+//
+// --store rendezvouses through a directory all ranks share; --root through a TCP store that
+// rank 0 serves at HOST:PORT (hosts without a shared filesystem: the Soft-RoCE guests).
 //
 // Roles:
 //   exchange  ranks 0 and 1 swap messages of many sizes and one-sided writes both ways and
@@ -16,6 +19,8 @@
 
 #include "tests/support/mesh.h"
 #include "transport/bootstrap/file_store.h"
+#include "transport/bootstrap/open_store.h"
+#include "transport/socket.h"
 #include "transport/device.h"
 
 using namespace poseidon::transport;
@@ -104,7 +109,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Poseidon transport test peer"};
   std::string store_dir, role, address = "127.0.0.1", secret = "peer-secret", name = "peer", backend = "tcp";
   int rank = 0, size = 2, streams = 1;
-  app.add_option("--store", store_dir, "FileStore directory shared by all ranks")->required();
+  std::string root;
+  auto* store_option = app.add_option("--store", store_dir, "FileStore directory shared by all ranks");
+  app.add_option("--root", root, "host:port of the TCP store rank 0 serves")->excludes(store_option);
   app.add_option("--rank", rank)->required();
   app.add_option("--size", size)->required();
   app.add_option("--role", role)->required()->check(CLI::IsMember({"exchange", "flood", "echo", "idle"}));
@@ -124,7 +131,21 @@ int main(int argc, char** argv) {
   if (!device) return fail(device.status(), "device");
   auto context = (*device)->createContext(rank, size, name);
   if (!context) return fail(context.status(), "context");
-  auto store = bootstrap::FileStore::open(store_dir);
+  Result<std::unique_ptr<bootstrap::Store>> store = makeStatus(StatusCode::kInvalidArgument, "give --store or --root");
+  if (!store_dir.empty()) {
+    auto file_store = bootstrap::FileStore::open(store_dir);
+    store = file_store ? Result<std::unique_ptr<bootstrap::Store>>(std::move(*file_store))
+                       : Result<std::unique_ptr<bootstrap::Store>>(file_store.status());
+  } else if (!root.empty()) {
+    auto host_port = splitHostPort(root);
+    if (!host_port) return fail(host_port.status(), "--root");
+    bootstrap::LaunchInfo launch;
+    launch.rank = rank;
+    launch.size = size;
+    launch.root_host = host_port->first;
+    launch.root_port = host_port->second;
+    store = bootstrap::openStore(launch, Deadline::after(kTimeout));
+  }
   if (!store) return fail(store.status(), "store");
   if (Status st = (*context)->connect(**store, Deadline::after(kTimeout)); !st.isOk()) return fail(st, "connect");
   if (role == "exchange") return exchange(**context);
