@@ -16,6 +16,12 @@ struct Completion {
 };
 using Completions = std::vector<Completion>;
 
+// Fails `request` with `cause`, prefixed by what the request was, so the status names both the
+// operation and why it failed ("recv tag 7 from rank 1 (...): rank 1 (...) closed the connection").
+inline void failRequest(Completions& completions, const RequestPtr& request, const Status& cause) {
+  completions.push_back({request, cause.withContext(request->what())});
+}
+
 inline void completeAll(Completions& completions) {
   for (auto& c : completions) c.request->complete(std::move(c.status), c.bytes, c.imm);
   completions.clear();

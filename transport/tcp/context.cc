@@ -2,17 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include "transport/bootstrap/store.h"
+#include "transport/mesh_connect.h"
 #include "transport/tcp/device.h"
 #include "transport/tcp/handshake.h"
 #include "transport/wire/frame.h"
 
 namespace poseidon::transport::tcp {
-namespace {
-std::string addressKey(const std::string& context, int rank) {
-  return fmt::format("poseidon/transport/{}/address/{}", context, rank);
-}
-}  // namespace
 
 TcpContext::TcpContext(std::shared_ptr<TcpDevice> device, int rank, int size, const std::string& name)
     : Context(rank, size, name), device_(std::move(device)), id_(wire::contextId(name)) {
@@ -109,15 +104,9 @@ Status TcpContext::waitForInbound(Deadline deadline) {
 }
 
 Status TcpContext::connect(bootstrap::Store& store, Deadline deadline) {
-  const std::string own = device_->listenAddress();
-  const std::vector<uint8_t> own_bytes(own.begin(), own.end());
-  POSEIDON_RETURN_IF_ERROR(store.set(addressKey(name(), rank()), own_bytes));
-  for (int peer = 0; peer < rank(); ++peer) {
-    auto bytes = store.get(addressKey(name(), peer), deadline);
-    if (!bytes) return bytes.status().withContext(fmt::format("context '{}': address of rank {}", name(), peer));
-    const std::string address(bytes->begin(), bytes->end());
-    POSEIDON_RETURN_IF_ERROR(connectTo(peer, address, deadline).withContext(fmt::format("context '{}'", name())));
-  }
+  POSEIDON_RETURN_IF_ERROR(connectToLowerRanks(
+      store, *this, "address", device_->listenAddress(), deadline,
+      [&](int peer, const std::string& address) { return connectTo(peer, address, deadline); }));
   POSEIDON_RETURN_IF_ERROR(waitForInbound(deadline));
   for (auto& pair : pairs_) {
     if (pair) POSEIDON_RETURN_IF_ERROR(pair->activate());
@@ -125,12 +114,6 @@ Status TcpContext::connect(bootstrap::Store& store, Deadline deadline) {
   return Status::ok();
 }
 
-Pair& TcpContext::pair(int peer) {
-  if (peer < 0 || peer >= size() || peer == rank() || !pairs_[static_cast<size_t>(peer)]) {
-    throw StatusError(makeStatus(StatusCode::kInvalidArgument, "pair({}): expected a peer rank in [0, {}) other than {}",
-                                 peer, size(), rank()));
-  }
-  return *pairs_[static_cast<size_t>(peer)];
-}
+Pair& TcpContext::pair(int peer) { return pairOfPeer(pairs_, *this, peer); }
 
 }  // namespace poseidon::transport::tcp

@@ -1,29 +1,22 @@
 #include "transport/tcp/pair.h"
 
-#include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 
 #include <algorithm>
 
+#include "transport/slices.h"
 #include "transport/tcp/context.h"
 #include "transport/wire/crc32c.h"
 
 namespace poseidon::transport::tcp {
 namespace {
-// Limits on what a peer can make us hold, so a misbehaving peer cannot exhaust memory.
-constexpr size_t kMaxBufferedCredits = 1u << 20;
+// Writes a peer may have in flight beyond the next one to notify, so a misbehaving peer cannot
+// make us hold partial writes without limit. (Rooms and immediates: rendezvous.h, imm_queue.h.)
 constexpr uint64_t kMaxWritesInFlight = 1u << 20;
-constexpr size_t kMaxUnclaimedImms = 1u << 20;
-
-uint64_t totalLength(std::span<const Slice> slices) {
-  uint64_t total = 0;
-  for (const auto& s : slices) total += s.length;
-  return total;
-}
 }  // namespace
 
 TcpPair::TcpPair(TcpContext& context, int peer_rank, const DeviceOptions& options, ProgressEngine& engine)
-    : context_(context), peer_rank_(peer_rank), options_(options), engine_(engine) {
+    : PairBase(peer_rank), context_(context), options_(options), engine_(engine) {
   streams_.resize(static_cast<size_t>(options.streams));
 }
 
@@ -33,15 +26,6 @@ TcpPair::~TcpPair() {
     if (stream && active_) engine_.remove(stream->fd());
   }
   fail(makeStatus(StatusCode::kConnectionError, "context '{}' was closed", context_.name()));
-}
-
-std::string TcpPair::peerName() const {
-  if (peer_address_.empty()) return fmt::format("rank {}", peer_rank_);
-  return fmt::format("rank {} ({})", peer_rank_, peer_address_);
-}
-
-std::string TcpPair::describe(const char* op, uint32_t tag) const {
-  return fmt::format("{} tag {} {} {}", op, tag, std::string(op) == "recv" ? "from" : "to", peerName());
 }
 
 void TcpPair::attachStream(int index, Fd fd, const std::string& peer_address) {
@@ -71,11 +55,6 @@ Status TcpPair::activate() {
   }
   active_ = true;
   return Status::ok();
-}
-
-Status TcpPair::status() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return failure_;
 }
 
 void TcpPair::flushAllLocked(Completions& done) {
@@ -135,38 +114,12 @@ void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t b
 
 RequestPtr TcpPair::sendv(uint32_t tag, std::span<const Slice> slices) {
   auto request = std::make_shared<Request>(describe("send", tag));
-  for (const auto& s : slices) {
-    if (s.region == nullptr || !s.region->contains(s.offset, s.length)) {
-      request->complete(makeStatus(StatusCode::kInvalidArgument,
-                                   "{}: slice [{}, +{}) is outside its region of {} bytes", request->what(), s.offset,
-                                   s.length, s.region ? s.region->size() : 0));
-      return request;
-    }
-  }
-  Completions done;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (failed()) {
-      done.push_back({request, failure_.withContext(request->what())});
-    } else {
-      const uint64_t seq = send_seq_[tag]++;
-      auto op = std::make_shared<SendOp>();
-      op->request = request;
-      op->bytes = totalLength(slices);
-      PendingSend send{op, std::vector<Slice>(slices.begin(), slices.end())};
-      auto credit = credits_.find({tag, seq});
-      if (credit != credits_.end()) {
-        const uint64_t room = credit->second;
-        credits_.erase(credit);
-        startSendLocked(tag, seq, std::move(send), room, done);
-        flushAllLocked(done);
-      } else {
-        pending_sends_.emplace(MessageKey{tag, seq}, std::move(send));
-      }
-    }
-  }
-  completeAll(done);
-  return request;
+  return submit(request, checks_.send(*request, slices), [&](Completions& done) {
+    rendezvous_.send(tag, PendingSend::of(request, slices), [&](uint64_t seq, PendingSend send, uint64_t room) {
+      startSendLocked(tag, seq, std::move(send), room, done);
+      flushAllLocked(done);
+    });
+  });
 }
 
 void TcpPair::startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, uint64_t room, Completions& done) {
@@ -178,9 +131,7 @@ void TcpPair::startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, uint
     // Never truncate: fail both sides of this message and keep the connection.
     header.type = wire::FrameType::kSendError;
     enqueueControlLocked(header);
-    done.push_back({send.op->request,
-                    makeStatus(StatusCode::kInvalidArgument, "{}: message of {} bytes exceeds the {} bytes {} posted",
-                               send.op->request->what(), send.op->bytes, room, peerName())});
+    done.push_back({send.op->request, sendExceedsRoom(*send.op->request, send.op->bytes, room, peerName())});
     return;
   }
   header.type = wire::FrameType::kData;
@@ -189,97 +140,40 @@ void TcpPair::startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, uint
 
 RequestPtr TcpPair::recv(uint32_t tag, MemoryRegion& region, uint64_t offset, uint64_t length) {
   auto request = std::make_shared<Request>(describe("recv", tag));
-  if (!region.contains(offset, length)) {
-    request->complete(makeStatus(StatusCode::kInvalidArgument, "{}: range [{}, +{}) is outside its region of {} bytes",
-                                 request->what(), offset, length, region.size()));
-    return request;
-  }
-  Completions done;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (failed()) {
-      done.push_back({request, failure_.withContext(request->what())});
-    } else {
-      const uint64_t seq = recv_seq_[tag]++;
-      PostedRecv posted;
-      posted.request = request;
-      posted.region = &region;
-      posted.offset = offset;
-      posted.room = length;
-      posted_.emplace(MessageKey{tag, seq}, std::move(posted));
-      wire::FrameHeader credit;
-      credit.type = wire::FrameType::kCredit;
-      credit.tag = tag;
-      credit.seq = seq;
-      credit.total = length;
-      enqueueControlLocked(credit);
-      streams_[0]->flushLocked(done);
-    }
-  }
-  completeAll(done);
-  return request;
+  return submit(request, checks_.recv(*request, region, offset, length), [&](Completions& done) {
+    PostedRecv posted;
+    posted.request = request;
+    posted.region = &region;
+    posted.offset = offset;
+    posted.room = length;
+    wire::FrameHeader credit;
+    credit.type = wire::FrameType::kCredit;
+    credit.tag = tag;
+    credit.seq = rendezvous_.post(tag, std::move(posted));
+    credit.total = length;
+    enqueueControlLocked(credit);
+    streams_[0]->flushLocked(done);
+  });
 }
 
 RequestPtr TcpPair::write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
                           uint64_t remote_offset, uint64_t length, uint32_t imm) {
   auto request = std::make_shared<Request>(fmt::format("write of {} bytes to region {} of {}", length, remote.key,
                                                        peerName()));
-  if (!local.contains(local_offset, length)) {
-    request->complete(makeStatus(StatusCode::kInvalidArgument,
-                                 "{}: local range [{}, +{}) is outside the local region of {} bytes", request->what(),
-                                 local_offset, length, local.size()));
-    return request;
-  }
-  if (remote.backend != BackendTag::kTcp) {
-    request->complete(makeStatus(StatusCode::kInvalidArgument, "{}: remote descriptor is for backend '{}', not 'tcp'",
-                                 request->what(), backendName(remote.backend)));
-    return request;
-  }
-  if (remote_offset > remote.length || length > remote.length - remote_offset) {
-    request->complete(makeStatus(StatusCode::kInvalidArgument,
-                                 "{}: remote range [{}, +{}) is outside the remote region of {} bytes",
-                                 request->what(), remote_offset, length, remote.length));
-    return request;
-  }
-  Completions done;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (failed()) {
-      done.push_back({request, failure_.withContext(request->what())});
-    } else {
-      auto op = std::make_shared<SendOp>();
-      op->request = request;
-      op->bytes = length;
-      wire::FrameHeader header;
-      header.type = wire::FrameType::kWrite;
-      header.tag = remote.key;
-      header.seq = write_seq_++;
-      header.total = length;
-      header.imm = imm;
-      enqueuePiecesLocked(header, remote_offset, {Slice{&local, local_offset, length}}, op);
-      flushAllLocked(done);
-    }
-  }
-  completeAll(done);
-  return request;
-}
-
-RequestPtr TcpPair::recvImm() {
-  auto request = std::make_shared<Request>(fmt::format("write notification from {}", peerName()));
-  Completions done;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!ready_imms_.empty()) {
-      done.push_back({request, Status::ok(), 0, ready_imms_.front()});
-      ready_imms_.pop_front();
-    } else if (failed()) {
-      done.push_back({request, failure_.withContext(request->what())});
-    } else {
-      imm_waiters_.push_back(request);
-    }
-  }
-  completeAll(done);
-  return request;
+  const Status invalid = checks_.write(*request, local, local_offset, remote, remote_offset, length);
+  return submit(request, invalid, [&](Completions& done) {
+    auto op = std::make_shared<SendOp>();
+    op->request = request;
+    op->bytes = length;
+    wire::FrameHeader header;
+    header.type = wire::FrameType::kWrite;
+    header.tag = remote.key;
+    header.seq = write_seq_++;
+    header.total = length;
+    header.imm = imm;
+    enqueuePiecesLocked(header, remote_offset, {Slice{&local, local_offset, length}}, op);
+    flushAllLocked(done);
+  });
 }
 
 Result<uint8_t*> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
@@ -289,13 +183,13 @@ Result<uint8_t*> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
     case wire::FrameType::kSendError:
       return static_cast<uint8_t*>(nullptr);
     case wire::FrameType::kData: {
-      auto it = posted_.find({h.tag, h.seq});
-      if (it == posted_.end()) {
+      PostedRecv* found = rendezvous_.findPosted(h.tag, h.seq);
+      if (found == nullptr) {
         return makeStatus(StatusCode::kProtocolError,
                           "{} sent data for message {} on tag {} without a posted receive (credit violated)",
                           peerName(), h.seq, h.tag);
       }
-      PostedRecv& posted = it->second;
+      PostedRecv& posted = *found;
       if (h.total > posted.room) {
         return makeStatus(StatusCode::kProtocolError,
                           "{} sent a message of {} bytes on tag {} into a posted receive of {} bytes", peerName(),
@@ -336,49 +230,29 @@ Status TcpPair::onFrameComplete(const wire::FrameHeader& h) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     switch (h.type) {
-      case wire::FrameType::kCredit: {
-        uint64_t& expected = credit_seq_[h.tag];
-        if (h.seq != expected) {
-          result = makeStatus(StatusCode::kProtocolError, "{} sent credit {} on tag {}, expected {}", peerName(),
-                              h.seq, h.tag, expected);
-          break;
-        }
-        ++expected;
-        auto pending = pending_sends_.find({h.tag, h.seq});
-        if (pending != pending_sends_.end()) {
-          PendingSend send = std::move(pending->second);
-          pending_sends_.erase(pending);
-          startSendLocked(h.tag, h.seq, std::move(send), h.total, done);
+      case wire::FrameType::kCredit:
+        result = rendezvous_.onRoom(h.tag, h.seq, h.total, [&](uint64_t seq, PendingSend send, uint64_t room) {
+          startSendLocked(h.tag, seq, std::move(send), room, done);
           flushAllLocked(done);
-        } else if (credits_.size() >= kMaxBufferedCredits) {
-          result = makeStatus(StatusCode::kProtocolError, "{} granted more than {} unused credits", peerName(),
-                              kMaxBufferedCredits);
-        } else {
-          credits_.emplace(MessageKey{h.tag, h.seq}, h.total);
-        }
+        });
         break;
-      }
       case wire::FrameType::kSendError: {
-        auto it = posted_.find({h.tag, h.seq});
-        if (it == posted_.end()) {
+        auto posted = rendezvous_.takePosted(h.tag, h.seq);
+        if (!posted) {
           result = makeStatus(StatusCode::kProtocolError, "{} reported an oversized message {} on tag {} never posted",
                               peerName(), h.seq, h.tag);
           break;
         }
-        done.push_back({it->second.request,
-                        makeStatus(StatusCode::kInvalidArgument,
-                                   "{}: {} sent a message of {} bytes, larger than the {} bytes posted",
-                                   it->second.request->what(), peerName(), h.total, it->second.room)});
-        posted_.erase(it);
+        done.push_back({posted->request, receiveExceedsRoom(*posted->request, peerName(), h.total, posted->room)});
         break;
       }
       case wire::FrameType::kData: {
-        auto it = posted_.find({h.tag, h.seq});
-        PostedRecv& posted = it->second;  // onFrameHeader checked it exists; only this thread erases
+        // onFrameHeader checked it exists; only this thread removes it.
+        PostedRecv& posted = *rendezvous_.findPosted(h.tag, h.seq);
         posted.received += h.length;
         if (posted.received >= posted.total) {
           done.push_back({posted.request, Status::ok(), posted.total});
-          posted_.erase(it);
+          rendezvous_.takePosted(h.tag, h.seq);
         }
         break;
       }
@@ -392,11 +266,7 @@ Status TcpPair::onFrameComplete(const wire::FrameHeader& h) {
                               w.received, h.seq, w.total);
           break;
         }
-        deliverWritesLocked(done);
-        if (ready_imms_.size() > kMaxUnclaimedImms) {
-          result = makeStatus(StatusCode::kProtocolError, "{} made more than {} writes nobody waited for", peerName(),
-                              kMaxUnclaimedImms);
-        }
+        result = deliverWritesLocked(done);
         break;
       }
     }
@@ -405,20 +275,15 @@ Status TcpPair::onFrameComplete(const wire::FrameHeader& h) {
   return result;
 }
 
-void TcpPair::deliverWritesLocked(Completions& done) {
+Status TcpPair::deliverWritesLocked(Completions& done) {
   while (true) {
     auto it = incoming_writes_.find(next_notify_seq_);
-    if (it == incoming_writes_.end() || it->second.received < it->second.total) return;
+    if (it == incoming_writes_.end() || it->second.received < it->second.total) return Status::ok();
     // A zero-byte write arrives as one empty frame, so its entry exists and is complete.
     const uint32_t imm = it->second.imm;
     incoming_writes_.erase(it);
     ++next_notify_seq_;
-    if (!imm_waiters_.empty()) {
-      done.push_back({imm_waiters_.front(), Status::ok(), 0, imm});
-      imm_waiters_.pop_front();
-    } else {
-      ready_imms_.push_back(imm);
-    }
+    POSEIDON_RETURN_IF_ERROR(imms_.deliver(imm, done));
   }
 }
 
@@ -426,9 +291,7 @@ void TcpPair::fail(Status cause) {
   Completions done;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (failed()) return;
-    failure_ = cause;
-    failed_.store(true, std::memory_order_release);
+    if (!markFailedLocked(cause)) return;
     for (auto& stream : streams_) {
       if (!stream) continue;
       if (active_ && engine_.inEngineThread()) engine_.remove(stream->fd());
@@ -436,25 +299,14 @@ void TcpPair::fail(Status cause) {
       for (auto& frame : stream->takeQueueLocked()) {
         if (frame.op && frame.op->frames_left > 0) {
           frame.op->frames_left = 0;
-          done.push_back({frame.op->request, cause.withContext(frame.op->request->what())});
+          failRequest(done, frame.op->request, cause);
         }
       }
     }
-    for (auto& [key, send] : pending_sends_) done.push_back({send.op->request, cause.withContext(send.op->request->what())});
-    pending_sends_.clear();
-    for (auto& [key, posted] : posted_) done.push_back({posted.request, cause.withContext(posted.request->what())});
-    posted_.clear();
-    for (auto& waiter : imm_waiters_) done.push_back({waiter, cause.withContext(waiter->what())});
-    imm_waiters_.clear();
+    rendezvous_.failAll(cause, done);
+    imms_.failWaiters(cause, done);
   }
-  // A peer that closes with nothing pending is a normal end of a job; one that takes requests
-  // down with it, or breaks the protocol, is worth a warning.
-  if (!done.empty() || cause.code() == StatusCode::kProtocolError) {
-    spdlog::warn("transport: connection to {} failed with {} requests pending: {}", peerName(), done.size(),
-                 cause.toString());
-  } else {
-    spdlog::debug("transport: connection to {} ended: {}", peerName(), cause.toString());
-  }
+  logFailure(done.size(), cause);
   completeAll(done);
 }
 

@@ -8,16 +8,16 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "transport/device.h"
-#include "transport/pair.h"
+#include "transport/pair_argument_checks.h"
+#include "transport/pair_base.h"
+#include "transport/rendezvous.h"
 #include "transport/tcp/stream.h"
 
 namespace poseidon::transport::tcp {
@@ -25,7 +25,7 @@ namespace poseidon::transport::tcp {
 class TcpContext;
 class TcpMemoryRegion;
 
-class TcpPair final : public Pair {
+class TcpPair final : public PairBase {
  public:
   TcpPair(TcpContext& context, int peer_rank, const DeviceOptions& options, ProgressEngine& engine);
   ~TcpPair() override;
@@ -36,15 +36,11 @@ class TcpPair final : public Pair {
   std::vector<int> missingStreams() const;
   Status activate();
 
-  // Pair
-  int peerRank() const override { return peer_rank_; }
-  std::string peerName() const override;
-  Status status() const override;
+  // Pair (peerRank, peerName, status and recvImm come from PairBase)
   RequestPtr sendv(uint32_t tag, std::span<const Slice> slices) override;
   RequestPtr recv(uint32_t tag, MemoryRegion& region, uint64_t offset, uint64_t length) override;
   RequestPtr write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
                    uint64_t remote_offset, uint64_t length, uint32_t imm) override;
-  RequestPtr recvImm() override;
 
   // Engine thread, from a stream.
   Result<uint8_t*> onFrameHeader(const wire::FrameHeader& header);
@@ -52,14 +48,11 @@ class TcpPair final : public Pair {
   // Fails every pending request with `cause` and closes the streams. Engine thread, or after
   // the streams were removed from the engine.
   void fail(Status cause);
-  bool failed() const { return failed_.load(std::memory_order_acquire); }
 
   std::mutex& mutex() { return mutex_; }
   ProgressEngine& engine() { return engine_; }
 
  private:
-  using MessageKey = std::pair<uint32_t, uint64_t>;  // (tag, seq)
-
   struct PostedRecv {
     RequestPtr request;
     MemoryRegion* region = nullptr;
@@ -69,10 +62,7 @@ class TcpPair final : public Pair {
     uint64_t received = 0;
     bool started = false;
   };
-  struct PendingSend {
-    std::shared_ptr<SendOp> op;
-    std::vector<Slice> slices;
-  };
+  using PendingSend = transport::PendingSend<SendOp>;
   struct IncomingWrite {
     uint64_t total = 0;
     uint64_t received = 0;
@@ -85,36 +75,23 @@ class TcpPair final : public Pair {
   void enqueueControlLocked(const wire::FrameHeader& header);
   void startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, uint64_t room, Completions& done);
   void flushAllLocked(Completions& done);
-  void deliverWritesLocked(Completions& done);
-  std::string describe(const char* op, uint32_t tag) const;
+  Status deliverWritesLocked(Completions& done);
 
   TcpContext& context_;
-  const int peer_rank_;
   const DeviceOptions options_;
   ProgressEngine& engine_;
+  const PairArgumentChecks checks_{BackendTag::kTcp};
 
-  mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Stream>> streams_;
-  std::string peer_address_;
   bool active_ = false;
-  std::atomic<bool> failed_{false};
-  Status failure_;
   size_t next_stream_ = 0;
 
-  // Sending side of two-sided messages.
-  std::unordered_map<uint32_t, uint64_t> send_seq_;
-  std::map<MessageKey, uint64_t> credits_;  // credit (room) that arrived before the send
-  std::unordered_map<uint32_t, uint64_t> credit_seq_;  // next credit expected per tag
-  std::map<MessageKey, PendingSend> pending_sends_;
-  // Receiving side.
-  std::unordered_map<uint32_t, uint64_t> recv_seq_;
-  std::map<MessageKey, PostedRecv> posted_;
-  // One-sided writes.
+  // Two-sided messages; a room is the byte count a credit grants.
+  Rendezvous<uint64_t, PostedRecv, SendOp> rendezvous_{*this, RoomNames{"credit", "credits"}};
+  // One-sided writes: pieces may arrive over several streams; immediates go out in posted order.
   uint64_t write_seq_ = 0;
   uint64_t next_notify_seq_ = 0;
   std::map<uint64_t, IncomingWrite> incoming_writes_;
-  std::deque<uint32_t> ready_imms_;
-  std::deque<RequestPtr> imm_waiters_;
 };
 
 }  // namespace poseidon::transport::tcp

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "transport/bootstrap/store.h"
+#include "transport/mesh_connect.h"
 #include "transport/wire/handshake.h"
 
 namespace poseidon::transport::verbs {
@@ -13,10 +13,6 @@ namespace {
 
 constexpr int kResolveTimeoutMs = 5000;
 constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-
-std::string addressKey(const std::string& context, int rank) {
-  return fmt::format("poseidon/transport/{}/verbs-address/{}", context, rank);
-}
 
 // An rdma_cm event channel for one outgoing connection, so connect() can wait on its events
 // without the engine thread; the id moves to the device's channel once established.
@@ -184,23 +180,12 @@ Status VerbsContext::waitForInbound(Deadline deadline) {
 }
 
 Status VerbsContext::connect(bootstrap::Store& store, Deadline deadline) {
-  const std::string own = device_->listenAddress();
-  POSEIDON_RETURN_IF_ERROR(store.set(addressKey(name(), rank()), std::vector<uint8_t>(own.begin(), own.end())));
-  for (int peer = 0; peer < rank(); ++peer) {
-    auto bytes = store.get(addressKey(name(), peer), deadline);
-    if (!bytes) return bytes.status().withContext(fmt::format("context '{}': address of rank {}", name(), peer));
-    POSEIDON_RETURN_IF_ERROR(connectTo(peer, std::string(bytes->begin(), bytes->end()), deadline)
-                                 .withContext(fmt::format("context '{}'", name())));
-  }
+  POSEIDON_RETURN_IF_ERROR(connectToLowerRanks(
+      store, *this, "verbs-address", device_->listenAddress(), deadline,
+      [&](int peer, const std::string& address) { return connectTo(peer, address, deadline); }));
   return waitForInbound(deadline);
 }
 
-Pair& VerbsContext::pair(int peer) {
-  if (peer < 0 || peer >= size() || peer == rank() || !pairs_[static_cast<size_t>(peer)]) {
-    throw StatusError(makeStatus(StatusCode::kInvalidArgument, "pair({}): expected a peer rank in [0, {}) other than {}",
-                                 peer, size(), rank()));
-  }
-  return *pairs_[static_cast<size_t>(peer)];
-}
+Pair& VerbsContext::pair(int peer) { return pairOfPeer(pairs_, *this, peer); }
 
 }  // namespace poseidon::transport::verbs

@@ -1,7 +1,5 @@
 #include "transport/verbs/pair.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -20,20 +18,11 @@ uint64_t wrId(WrKind kind, uint64_t index) { return (uint64_t{kind} << kKindShif
 
 // One RDMA WRITE carries at most this much (ports allow up to 2 GiB).
 constexpr uint64_t kMaxWriteBytes = uint64_t{1} << 30;
-// Limits on what a peer can make us hold.
-constexpr size_t kMaxBufferedClearToSend = 1u << 20;
-constexpr size_t kMaxUnclaimedImms = 1u << 20;
-
-uint64_t totalLength(std::span<const Slice> slices) {
-  uint64_t total = 0;
-  for (const auto& s : slices) total += s.length;
-  return total;
-}
 
 }  // namespace
 
 VerbsPair::VerbsPair(VerbsDevice& device, uint64_t context_id, int self_rank, int peer_rank)
-    : device_(device), context_id_(context_id), self_rank_(self_rank), peer_rank_(peer_rank),
+    : PairBase(peer_rank), device_(device), context_id_(context_id), self_rank_(self_rank),
       recv_ring_(kRingSlots * kControlSize), send_ring_(kRingSlots * kControlSize) {}
 
 VerbsPair::~VerbsPair() {
@@ -47,20 +36,6 @@ VerbsPair::~VerbsPair() {
 }
 
 uint32_t VerbsPair::qpNum() const { return id_ && id_->qp ? id_->qp->qp_num : 0; }
-
-std::string VerbsPair::peerName() const {
-  if (peer_address_.empty()) return fmt::format("rank {}", peer_rank_);
-  return fmt::format("rank {} ({})", peer_rank_, peer_address_);
-}
-
-std::string VerbsPair::describe(const char* op, uint32_t tag) const {
-  return fmt::format("{} tag {} {} {}", op, tag, std::string(op) == "recv" ? "from" : "to", peerName());
-}
-
-Status VerbsPair::status() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return failure_;
-}
 
 Status VerbsPair::createQueuePair(rdma_cm_id* id, bool passive, std::function<void()> on_ready) {
   auto recv_mr = VerbsMemoryRegion::create(device_.pd(), recv_ring_.data(), recv_ring_.size(), IBV_ACCESS_LOCAL_WRITE);
@@ -164,22 +139,25 @@ Status VerbsPair::enqueueWritesLocked(std::span<const Slice> slices, uint64_t re
   return Status::ok();
 }
 
+int VerbsPair::postRingSend(uint32_t slot, uint32_t length) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(send_ring_.data() + slot * kControlSize), length, send_ring_mr_->lkey()};
+  ibv_send_wr wr{};
+  wr.wr_id = wrId(kControlWr, slot);
+  wr.opcode = IBV_WR_SEND;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_send_wr* bad = nullptr;
+  return ibv_post_send(id_->qp, &wr, &bad);
+}
+
 void VerbsPair::drainOutboxLocked(Completions& done) {
   auto post_control = [&](ControlMessage& message) -> bool {
     const uint32_t slot = free_send_slots_.back();
     free_send_slots_.pop_back();
     message.ring_credits = reposted_unreported_;
     reposted_unreported_ = 0;
-    uint8_t* bytes = send_ring_.data() + slot * kControlSize;
-    encodeControl(message, bytes);
-    ibv_sge sge{reinterpret_cast<uint64_t>(bytes), static_cast<uint32_t>(kControlSize), send_ring_mr_->lkey()};
-    ibv_send_wr wr{};
-    wr.wr_id = wrId(kControlWr, slot);
-    wr.opcode = IBV_WR_SEND;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    ibv_send_wr* bad = nullptr;
-    const int rc = ibv_post_send(id_->qp, &wr, &bad);
+    encodeControl(message, send_ring_.data() + slot * kControlSize);
+    const int rc = postRingSend(slot, kControlSize);
     if (rc != 0) {
       failLocked(makeStatus(StatusCode::kIoError, "ibv_post_send of a control message to {}: {}", peerName(),
                             std::strerror(rc)),
@@ -235,16 +213,8 @@ Status VerbsPair::injectRawControl(std::span<const uint8_t> bytes) {
   }
   const uint32_t slot = free_send_slots_.back();
   free_send_slots_.pop_back();
-  uint8_t* staging = send_ring_.data() + slot * kControlSize;
-  std::memcpy(staging, bytes.data(), bytes.size());
-  ibv_sge sge{reinterpret_cast<uint64_t>(staging), static_cast<uint32_t>(bytes.size()), send_ring_mr_->lkey()};
-  ibv_send_wr wr{};
-  wr.wr_id = wrId(kControlWr, slot);
-  wr.opcode = IBV_WR_SEND;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  ibv_send_wr* bad = nullptr;
-  if (const int rc = ibv_post_send(id_->qp, &wr, &bad); rc != 0) {
+  std::memcpy(send_ring_.data() + slot * kControlSize, bytes.data(), bytes.size());
+  if (const int rc = postRingSend(slot, static_cast<uint32_t>(bytes.size())); rc != 0) {
     return makeStatus(StatusCode::kIoError, "ibv_post_send: {}", std::strerror(rc));
   }
   ++sq_outstanding_;
@@ -256,38 +226,12 @@ Status VerbsPair::injectRawControl(std::span<const uint8_t> bytes) {
 
 RequestPtr VerbsPair::sendv(uint32_t tag, std::span<const Slice> slices) {
   auto request = std::make_shared<Request>(describe("send", tag));
-  for (const auto& s : slices) {
-    if (s.region == nullptr || !s.region->contains(s.offset, s.length) || asVerbs(s.region) == nullptr) {
-      request->complete(makeStatus(StatusCode::kInvalidArgument,
-                                   "{}: slice [{}, +{}) is outside its region of {} bytes or not a verbs region",
-                                   request->what(), s.offset, s.length, s.region ? s.region->size() : 0));
-      return request;
-    }
-  }
-  Completions done;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (failed()) {
-      done.push_back({request, failure_.withContext(request->what())});
-    } else {
-      const uint64_t seq = send_seq_[tag]++;
-      auto op = std::make_shared<SendOp>();
-      op->request = request;
-      op->bytes = totalLength(slices);
-      PendingSend send{op, std::vector<Slice>(slices.begin(), slices.end())};
-      auto cts = clear_to_send_.find({tag, seq});
-      if (cts != clear_to_send_.end()) {
-        const ClearToSend room = cts->second;
-        clear_to_send_.erase(cts);
-        startSendLocked(tag, seq, std::move(send), room, done);
-        drainOutboxLocked(done);
-      } else {
-        pending_sends_.emplace(std::make_pair(tag, seq), std::move(send));
-      }
-    }
-  }
-  completeAll(done);
-  return request;
+  return submit(request, checks_.send(*request, slices), [&](Completions& done) {
+    rendezvous_.send(tag, PendingSend::of(request, slices), [&](uint64_t seq, PendingSend send, const ClearToSend& cts) {
+      startSendLocked(tag, seq, std::move(send), cts, done);
+      drainOutboxLocked(done);
+    });
+  });
 }
 
 void VerbsPair::startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, const ClearToSend& cts,
@@ -299,14 +243,12 @@ void VerbsPair::startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, co
   if (send.op->bytes > cts.room) {
     message.type = ControlType::kSendError;
     enqueueControlLocked(message);
-    done.push_back({send.op->request,
-                    makeStatus(StatusCode::kInvalidArgument, "{}: message of {} bytes exceeds the {} bytes {} posted",
-                               send.op->request->what(), send.op->bytes, cts.room, peerName())});
+    done.push_back({send.op->request, sendExceedsRoom(*send.op->request, send.op->bytes, cts.room, peerName())});
     return;
   }
   Status st = enqueueWritesLocked(send.slices, cts.address, cts.rkey, send.op);
   if (!st.isOk()) {
-    done.push_back({send.op->request, st.withContext(send.op->request->what())});
+    failRequest(done, send.op->request, st);
     return;
   }
   message.type = ControlType::kDone;
@@ -316,100 +258,41 @@ void VerbsPair::startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, co
 
 RequestPtr VerbsPair::recv(uint32_t tag, MemoryRegion& region, uint64_t offset, uint64_t length) {
   auto request = std::make_shared<Request>(describe("recv", tag));
-  const VerbsMemoryRegion* verbs_region = asVerbs(&region);
-  if (!region.contains(offset, length) || verbs_region == nullptr) {
-    request->complete(makeStatus(StatusCode::kInvalidArgument,
-                                 "{}: range [{}, +{}) is outside its region of {} bytes or not a verbs region",
-                                 request->what(), offset, length, region.size()));
-    return request;
-  }
-  Completions done;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (failed()) {
-      done.push_back({request, failure_.withContext(request->what())});
-    } else {
-      const uint64_t seq = recv_seq_[tag]++;
-      posted_.emplace(std::make_pair(tag, seq), PostedRecv{request, length});
-      ControlMessage cts;
-      cts.type = ControlType::kClearToSend;
-      cts.tag = tag;
-      cts.seq = seq;
-      cts.total = length;
-      cts.address = reinterpret_cast<uint64_t>(region.data() + offset);
-      cts.rkey = verbs_region->rkey();
-      enqueueControlLocked(cts);
-      drainOutboxLocked(done);
-    }
-  }
-  completeAll(done);
-  return request;
+  return submit(request, checks_.recv(*request, region, offset, length), [&](Completions& done) {
+    ControlMessage cts;
+    cts.type = ControlType::kClearToSend;
+    cts.tag = tag;
+    cts.seq = rendezvous_.post(tag, PostedRecv{request, length});
+    cts.total = length;
+    cts.address = reinterpret_cast<uint64_t>(region.data() + offset);
+    cts.rkey = asVerbs(&region)->rkey();  // checks_ refused regions of other backends
+    enqueueControlLocked(cts);
+    drainOutboxLocked(done);
+  });
 }
 
 RequestPtr VerbsPair::write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
                             uint64_t remote_offset, uint64_t length, uint32_t imm) {
   auto request =
       std::make_shared<Request>(fmt::format("write of {} bytes to region {} of {}", length, remote.key, peerName()));
-  Status invalid;
-  if (!local.contains(local_offset, length) || asVerbs(&local) == nullptr) {
-    invalid = makeStatus(StatusCode::kInvalidArgument,
-                         "{}: local range [{}, +{}) is outside the local region of {} bytes or not a verbs region",
-                         request->what(), local_offset, length, local.size());
-  } else if (remote.backend != BackendTag::kVerbs) {
-    invalid = makeStatus(StatusCode::kInvalidArgument, "{}: remote descriptor is for backend '{}', not 'verbs'",
-                         request->what(), backendName(remote.backend));
-  } else if (remote_offset > remote.length || length > remote.length - remote_offset) {
-    invalid = makeStatus(StatusCode::kInvalidArgument,
-                         "{}: remote range [{}, +{}) is outside the remote region of {} bytes", request->what(),
-                         remote_offset, length, remote.length);
-  }
-  if (!invalid.isOk()) {
-    request->complete(invalid);
-    return request;
-  }
-  Completions done;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (failed()) {
-      done.push_back({request, failure_.withContext(request->what())});
-    } else {
-      auto op = std::make_shared<SendOp>();
-      op->request = request;
-      op->bytes = length;
-      const Slice slice{&local, local_offset, length};
-      Status st = enqueueWritesLocked(std::span<const Slice>(&slice, 1), remote.address + remote_offset, remote.key, op);
-      if (!st.isOk()) {
-        done.push_back({request, st.withContext(request->what())});
-      } else {
-        ControlMessage notice;
-        notice.type = ControlType::kWriteNotice;
-        notice.imm = imm;
-        enqueueControlLocked(notice);
-        if (op->wrs_left == 0) done.push_back({request, Status::ok(), 0});
-        drainOutboxLocked(done);
-      }
+  const Status invalid = checks_.write(*request, local, local_offset, remote, remote_offset, length);
+  return submit(request, invalid, [&](Completions& done) {
+    auto op = std::make_shared<SendOp>();
+    op->request = request;
+    op->bytes = length;
+    const Slice slice{&local, local_offset, length};
+    Status st = enqueueWritesLocked(std::span<const Slice>(&slice, 1), remote.address + remote_offset, remote.key, op);
+    if (!st.isOk()) {
+      failRequest(done, request, st);
+      return;
     }
-  }
-  completeAll(done);
-  return request;
-}
-
-RequestPtr VerbsPair::recvImm() {
-  auto request = std::make_shared<Request>(fmt::format("write notification from {}", peerName()));
-  Completions done;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!ready_imms_.empty()) {
-      done.push_back({request, Status::ok(), 0, ready_imms_.front()});
-      ready_imms_.pop_front();
-    } else if (failed()) {
-      done.push_back({request, failure_.withContext(request->what())});
-    } else {
-      imm_waiters_.push_back(request);
-    }
-  }
-  completeAll(done);
-  return request;
+    ControlMessage notice;
+    notice.type = ControlType::kWriteNotice;
+    notice.imm = imm;
+    enqueueControlLocked(notice);
+    if (op->wrs_left == 0) done.push_back({request, Status::ok(), 0});
+    drainOutboxLocked(done);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -481,41 +364,22 @@ Status VerbsPair::onControlLocked(const ControlMessage& m, Completions& done) {
       return Status::ok();
     case ControlType::kHandshake:
       return onHandshakeLocked(m);
-    case ControlType::kClearToSend: {
-      uint64_t& expected = cts_seq_[m.tag];
-      if (m.seq != expected) {
-        return makeStatus(StatusCode::kProtocolError, "{} sent clear-to-send {} on tag {}, expected {}", peerName(),
-                          m.seq, m.tag, expected);
-      }
-      ++expected;
-      const ClearToSend cts{m.address, m.rkey, m.total};
-      auto pending = pending_sends_.find({m.tag, m.seq});
-      if (pending != pending_sends_.end()) {
-        PendingSend send = std::move(pending->second);
-        pending_sends_.erase(pending);
-        startSendLocked(m.tag, m.seq, std::move(send), cts, done);
-      } else if (clear_to_send_.size() >= kMaxBufferedClearToSend) {
-        return makeStatus(StatusCode::kProtocolError, "{} granted more than {} unused receives", peerName(),
-                          kMaxBufferedClearToSend);
-      } else {
-        clear_to_send_.emplace(std::make_pair(m.tag, m.seq), cts);
-      }
-      return Status::ok();
-    }
+    case ControlType::kClearToSend:
+      // The send it clears is written out by the drain that follows every work completion.
+      return rendezvous_.onRoom(m.tag, m.seq, ClearToSend{m.address, m.rkey, m.total},
+                                [&](uint64_t seq, PendingSend send, const ClearToSend& cts) {
+                                  startSendLocked(m.tag, seq, std::move(send), cts, done);
+                                });
     case ControlType::kDone:
     case ControlType::kSendError: {
-      auto it = posted_.find({m.tag, m.seq});
-      if (it == posted_.end()) {
+      auto finished = rendezvous_.takePosted(m.tag, m.seq);
+      if (!finished) {
         return makeStatus(StatusCode::kProtocolError, "{} finished message {} on tag {}, which was never posted",
                           peerName(), m.seq, m.tag);
       }
-      PostedRecv posted = it->second;
-      posted_.erase(it);
+      const PostedRecv& posted = *finished;
       if (m.type == ControlType::kSendError) {
-        done.push_back({posted.request,
-                        makeStatus(StatusCode::kInvalidArgument,
-                                   "{}: {} sent a message of {} bytes, larger than the {} bytes posted",
-                                   posted.request->what(), peerName(), m.total, posted.room)});
+        done.push_back({posted.request, receiveExceedsRoom(*posted.request, peerName(), m.total, posted.room)});
         return Status::ok();
       }
       if (m.total > posted.room) {
@@ -526,16 +390,7 @@ Status VerbsPair::onControlLocked(const ControlMessage& m, Completions& done) {
       return Status::ok();
     }
     case ControlType::kWriteNotice:
-      if (!imm_waiters_.empty()) {
-        done.push_back({imm_waiters_.front(), Status::ok(), 0, m.imm});
-        imm_waiters_.pop_front();
-      } else if (ready_imms_.size() >= kMaxUnclaimedImms) {
-        return makeStatus(StatusCode::kProtocolError, "{} made more than {} writes nobody waited for", peerName(),
-                          kMaxUnclaimedImms);
-      } else {
-        ready_imms_.push_back(m.imm);
-      }
-      return Status::ok();
+      return imms_.deliver(m.imm, done);
   }
   return makeStatus(StatusCode::kInternal, "unhandled control type {}", static_cast<int>(m.type));
 }
@@ -552,6 +407,16 @@ ControlMessage handshakeMessage(const uint8_t* bytes, size_t length) {
   std::memcpy(m.payload.data(), bytes, length);
   return m;
 }
+
+// Each handshake message carries exactly one wire handshake structure of a known size, checked
+// before it is decoded; `what` names the one expected ("hello", "proof", ...).
+Status checkHandshakeLength(const ControlMessage& m, size_t expected, const char* what, const std::string& peer) {
+  if (m.payload_length != expected) {
+    return makeStatus(StatusCode::kProtocolError, "{}: handshake {} of {} bytes, expected {}", peer, what,
+                      m.payload_length, expected);
+  }
+  return Status::ok();
+}
 }  // namespace
 
 Status VerbsPair::onHandshakeLocked(const ControlMessage& m) {
@@ -563,10 +428,7 @@ Status VerbsPair::onHandshakeLocked(const ControlMessage& m) {
       handshake_cv_.notify_all();
       return Status::ok();
     case HandshakeState::kAwaitHello: {
-      if (m.payload_length != wire::kClientHelloSize) {
-        return makeStatus(StatusCode::kProtocolError, "{}: handshake hello of {} bytes, expected {}", peerName(),
-                          m.payload_length, wire::kClientHelloSize);
-      }
+      POSEIDON_RETURN_IF_ERROR(checkHandshakeLength(m, wire::kClientHelloSize, "hello", peerName()));
       auto hello = wire::decodeClientHello(m.payload.data(), peerName());
       if (!hello) return hello.status();
       wire::ServerHello reply;
@@ -574,7 +436,7 @@ Status VerbsPair::onHandshakeLocked(const ControlMessage& m) {
       reply.nonce = wire::randomNonce();
       if (hello->version != wire::kProtocolVersion) {
         reply.verdict = wire::Verdict::kVersionMismatch;
-      } else if (hello->context_id != context_id_ || static_cast<int>(hello->src_rank) != peer_rank_ ||
+      } else if (hello->context_id != context_id_ || static_cast<int>(hello->src_rank) != peerRank() ||
                  static_cast<int>(hello->dst_rank) != self_rank_) {
         reply.verdict = wire::Verdict::kUnknownPeer;
       } else {
@@ -592,10 +454,7 @@ Status VerbsPair::onHandshakeLocked(const ControlMessage& m) {
       return Status::ok();
     }
     case HandshakeState::kAwaitProof: {
-      if (m.payload_length != wire::kClientProofSize) {
-        return makeStatus(StatusCode::kProtocolError, "{}: handshake proof of {} bytes, expected {}", peerName(),
-                          m.payload_length, wire::kClientProofSize);
-      }
+      POSEIDON_RETURN_IF_ERROR(checkHandshakeLength(m, wire::kClientProofSize, "proof", peerName()));
       auto proof = wire::decodeClientProof(m.payload.data(), peerName());
       if (!proof) return proof.status();
       const bool proved = wire::proofsEqual(
@@ -629,10 +488,7 @@ Status VerbsPair::clientHandshake(const std::string& secret, Deadline deadline) 
     if (handshake_inbox_.empty()) return failure_;
     ControlMessage m = handshake_inbox_.front();
     handshake_inbox_.pop_front();
-    if (m.payload_length != expected_size) {
-      return makeStatus(StatusCode::kProtocolError, "{}: handshake {} of {} bytes, expected {}", peerName(), what,
-                        m.payload_length, expected_size);
-    }
+    POSEIDON_RETURN_IF_ERROR(checkHandshakeLength(m, expected_size, what, peerName()));
     return m;
   };
   auto send = [&](const uint8_t* bytes, size_t length) {
@@ -650,7 +506,7 @@ Status VerbsPair::clientHandshake(const std::string& secret, Deadline deadline) 
   hello.version = wire::kProtocolVersion;
   hello.context_id = context_id_;
   hello.src_rank = static_cast<uint32_t>(self_rank_);
-  hello.dst_rank = static_cast<uint32_t>(peer_rank_);
+  hello.dst_rank = static_cast<uint32_t>(peerRank());
   hello.stream = 0;
   hello.num_streams = 1;
   hello.nonce = wire::randomNonce();
@@ -698,25 +554,14 @@ Status VerbsPair::clientHandshake(const std::string& secret, Deadline deadline) 
 // Failure
 
 void VerbsPair::failLocked(const Status& cause, Completions& done) {
-  if (failed()) return;
-  failure_ = cause;
-  failed_.store(true, std::memory_order_release);
-  for (auto& [key, send] : pending_sends_) done.push_back({send.op->request, cause.withContext(send.op->request->what())});
-  pending_sends_.clear();
-  for (auto& [key, posted] : posted_) done.push_back({posted.request, cause.withContext(posted.request->what())});
-  posted_.clear();
-  for (auto& waiter : imm_waiters_) done.push_back({waiter, cause.withContext(waiter->what())});
-  imm_waiters_.clear();
-  for (auto& [id, op] : wr_ops_) done.push_back({op->request, cause.withContext(op->request->what())});
+  if (!markFailedLocked(cause)) return;
+  rendezvous_.failAll(cause, done);
+  imms_.failWaiters(cause, done);
+  for (auto& [id, op] : wr_ops_) failRequest(done, op->request, cause);
   wr_ops_.clear();
   outbox_.clear();
   handshake_cv_.notify_all();
-  if (!done.empty() || cause.code() == StatusCode::kProtocolError || cause.code() == StatusCode::kAuthError) {
-    spdlog::warn("transport: connection to {} failed with {} requests pending: {}", peerName(), done.size(),
-                 cause.toString());
-  } else {
-    spdlog::debug("transport: connection to {} ended: {}", peerName(), cause.toString());
-  }
+  logFailure(done.size(), cause);
 }
 
 void VerbsPair::fail(Status cause) {

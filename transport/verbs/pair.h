@@ -21,17 +21,17 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "transport/completion.h"
 #include "transport/device.h"
-#include "transport/pair.h"
+#include "transport/pair_argument_checks.h"
+#include "transport/pair_base.h"
+#include "transport/rendezvous.h"
 #include "transport/verbs/control.h"
 #include "transport/verbs/memory.h"
 
@@ -42,7 +42,7 @@ class VerbsDevice;
 inline constexpr uint32_t kRingSlots = 128;
 inline constexpr uint32_t kMaxSendWr = 256;
 
-class VerbsPair final : public Pair {
+class VerbsPair final : public PairBase {
  public:
   VerbsPair(VerbsDevice& device, uint64_t context_id, int self_rank, int peer_rank);
   ~VerbsPair() override;
@@ -56,15 +56,11 @@ class VerbsPair final : public Pair {
   // Passive side: the handshake runs on the engine thread; true once the peer proved itself.
   bool ready() const { return ready_.load(std::memory_order_acquire); }
 
-  // Pair
-  int peerRank() const override { return peer_rank_; }
-  std::string peerName() const override;
-  Status status() const override;
+  // Pair (peerRank, peerName, status and recvImm come from PairBase)
   RequestPtr sendv(uint32_t tag, std::span<const Slice> slices) override;
   RequestPtr recv(uint32_t tag, MemoryRegion& region, uint64_t offset, uint64_t length) override;
   RequestPtr write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
                    uint64_t remote_offset, uint64_t length, uint32_t imm) override;
-  RequestPtr recvImm() override;
 
   // Fault injection, for tests only: sends `bytes` (at most kControlSize, possibly malformed)
   // as one control message, bypassing encoding and credits, to check what a misbehaving peer
@@ -75,7 +71,6 @@ class VerbsPair final : public Pair {
   void onWorkCompletion(const ibv_wc& wc);
   void onEstablished();
   void fail(Status cause);
-  bool failed() const { return failed_.load(std::memory_order_acquire); }
   rdma_cm_id* cmId() const { return id_; }
   uint32_t qpNum() const;
 
@@ -98,10 +93,8 @@ class VerbsPair final : public Pair {
     RequestPtr request;
     uint64_t room = 0;
   };
-  struct PendingSend {
-    std::shared_ptr<SendOp> op;
-    std::vector<Slice> slices;
-  };
+  using PendingSend = transport::PendingSend<SendOp>;
+  // The room a clear-to-send grants: where the sender RDMA-writes the message.
   struct ClearToSend {
     uint64_t address = 0;
     uint32_t rkey = 0;
@@ -110,6 +103,8 @@ class VerbsPair final : public Pair {
   enum class HandshakeState { kIdle, kAwaitHello, kAwaitProof, kDone };
 
   Status postReceive(uint32_t slot);
+  // Posts the first `length` bytes staged in send-ring `slot` as one SEND; ibv_post_send's code.
+  int postRingSend(uint32_t slot, uint32_t length);
   void enqueueControlLocked(ControlMessage message);
   Status enqueueWritesLocked(std::span<const Slice> slices, uint64_t remote_address, uint32_t rkey,
                              const std::shared_ptr<SendOp>& op);
@@ -118,14 +113,13 @@ class VerbsPair final : public Pair {
   Status onControlLocked(const ControlMessage& message, Completions& done);
   Status onHandshakeLocked(const ControlMessage& message);
   void failLocked(const Status& cause, Completions& done);
-  std::string describe(const char* op, uint32_t tag) const;
 
   VerbsDevice& device_;
   const uint64_t context_id_;
   const int self_rank_;
-  const int peer_rank_;
+  const PairArgumentChecks checks_{BackendTag::kVerbs,
+                                   [](const MemoryRegion& region) { return asVerbs(&region) != nullptr; }};
   rdma_cm_id* id_ = nullptr;
-  std::string peer_address_;
   uint32_t max_sge_ = 1;
 
   // Control rings: received messages land in recv_ring_, sent ones are staged in send_ring_.
@@ -135,12 +129,9 @@ class VerbsPair final : public Pair {
   std::unique_ptr<VerbsMemoryRegion> send_ring_mr_;
   std::vector<uint32_t> free_send_slots_;
 
-  mutable std::mutex mutex_;
   std::condition_variable handshake_cv_;
-  std::atomic<bool> failed_{false};
   std::atomic<bool> ready_{false};
   bool keep_connection_ = false;  // failed by a refused handshake: let the verdict reach the peer
-  Status failure_;
   uint32_t sq_outstanding_ = 0;
   uint32_t control_credits_ = kRingSlots;  // control messages the peer has room for
   uint32_t reposted_unreported_ = 0;
@@ -148,14 +139,7 @@ class VerbsPair final : public Pair {
   uint64_t next_wr_op_ = 1;
   std::unordered_map<uint64_t, std::shared_ptr<SendOp>> wr_ops_;
 
-  std::unordered_map<uint32_t, uint64_t> send_seq_;
-  std::map<std::pair<uint32_t, uint64_t>, ClearToSend> clear_to_send_;
-  std::map<std::pair<uint32_t, uint64_t>, PendingSend> pending_sends_;
-  std::unordered_map<uint32_t, uint64_t> cts_seq_;
-  std::unordered_map<uint32_t, uint64_t> recv_seq_;
-  std::map<std::pair<uint32_t, uint64_t>, PostedRecv> posted_;
-  std::deque<uint32_t> ready_imms_;
-  std::deque<RequestPtr> imm_waiters_;
+  Rendezvous<ClearToSend, PostedRecv, SendOp> rendezvous_{*this, RoomNames{"clear-to-send", "receives"}};
 
   // Handshake.
   HandshakeState handshake_ = HandshakeState::kIdle;

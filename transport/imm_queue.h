@@ -1,0 +1,51 @@
+// ImmQueue: the immediates of one-sided writes on their way to Pair::recvImm().
+//
+// A write's immediate may land before anyone asked for it, and recvImm() may be called before
+// the next write lands, so the queue holds either immediates nobody claimed yet or requests
+// waiting for one (never both), each in arrival order: notifications keep the order writes were
+// posted in. The backend decides when a write has landed (TCP: all its frames arrived; verbs:
+// the write notice came after the RDMA WRITEs); this queue only matches the two sides.
+//
+// Unclaimed immediates are bounded: a peer that writes faster than the application ever claims
+// is misbehaving, and holding its notifications without limit would exhaust memory.
+// Not thread-safe: the owning Pair calls it under its lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+
+#include "transport/completion.h"
+#include "transport/pair.h"
+
+namespace poseidon::transport {
+
+class ImmQueue {
+ public:
+  static constexpr size_t kDefaultMaxUnclaimed = size_t{1} << 20;
+
+  // `peer` names the writer in protocol errors.
+  explicit ImmQueue(const Pair& peer, size_t max_unclaimed = kDefaultMaxUnclaimed)
+      : peer_(peer), max_unclaimed_(max_unclaimed) {}
+
+  // Completes `request` with the oldest unclaimed immediate; false when there is none.
+  bool claim(const RequestPtr& request, Completions& done);
+  // Makes `request` wait for the next write to land.
+  void await(RequestPtr request) { waiters_.push_back(std::move(request)); }
+
+  // A write landed: its immediate completes the oldest waiter, or waits to be claimed. More
+  // unclaimed immediates than the limit is the peer's protocol error (the immediate is dropped).
+  Status deliver(uint32_t imm, Completions& done);
+
+  // The connection broke: every waiter fails with `cause`. Immediates already delivered stay
+  // claimable, since their writes did land.
+  void failWaiters(const Status& cause, Completions& done);
+
+ private:
+  const Pair& peer_;
+  const size_t max_unclaimed_;
+  std::deque<uint32_t> unclaimed_;
+  std::deque<RequestPtr> waiters_;
+};
+
+}  // namespace poseidon::transport

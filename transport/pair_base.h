@@ -1,0 +1,83 @@
+// PairBase: the part of a Pair that is the same in every backend, below the wire.
+//
+// - naming the peer ("rank 1 (10.0.0.2:5001)") and each operation for error messages;
+// - the lock a pair's state lives under, and its failure: the first cause wins, later calls fail
+//   at once with it (status() reports it);
+// - the frame every call runs in (submit): refuse bad arguments, fail at once on a broken
+//   connection, otherwise start the operation under the lock and complete requests after it;
+// - write notifications: recvImm() and the queue the backend feeds as writes land;
+// - the rule for logging a broken connection.
+// The backend keeps everything about its wire: connection set-up, framing, credits' transport,
+// and which requests are in flight there when it fails.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "transport/completion.h"
+#include "transport/imm_queue.h"
+#include "transport/pair.h"
+
+namespace poseidon::transport {
+
+class PairBase : public Pair {
+ public:
+  int peerRank() const final { return peer_rank_; }
+  std::string peerName() const final;
+  Status status() const final;
+  RequestPtr recvImm() final;
+
+  // Any thread, without the lock.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+
+ protected:
+  explicit PairBase(int peer_rank) : peer_rank_(peer_rank) {}
+
+  // "send tag 7 to rank 1 (...)", "recv tag 7 from rank 1 (...)".
+  std::string describe(const char* op, uint32_t tag) const;
+
+  // Runs one Pair call: `invalid` (an argument check's result) fails `request` at once; a
+  // failed pair fails it with its cause; otherwise `start(done)` runs under the lock. Requests
+  // added to `done` complete after the lock is released. Returns `request`.
+  template <typename Start>
+  RequestPtr submit(RequestPtr request, const Status& invalid, Start&& start) {
+    if (!invalid.isOk()) {
+      request->complete(invalid);
+      return request;
+    }
+    Completions done;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (failed()) {
+        failRequest(done, request, failure_);
+      } else {
+        start(done);
+      }
+    }
+    completeAll(done);
+    return request;
+  }
+
+  // Under the lock: records `cause` as the pair's failure. False when it had already failed:
+  // the first cause is the one every request reports.
+  bool markFailedLocked(const Status& cause);
+
+  // After a failure failed `failed_requests` pending requests. A peer that closes with nothing
+  // pending is the normal end of a job (debug); one that takes requests down with it, breaks
+  // the protocol or fails the handshake is worth a warning.
+  void logFailure(size_t failed_requests, const Status& cause) const;
+
+  mutable std::mutex mutex_;
+  // Set during set-up, before calls from other threads name the peer.
+  std::string peer_address_;
+  Status failure_;   // under mutex_; OK until the pair fails
+  ImmQueue imms_{*this};  // under mutex_
+
+ private:
+  const int peer_rank_;
+  std::atomic<bool> failed_{false};
+};
+
+}  // namespace poseidon::transport
