@@ -30,7 +30,6 @@ void encodeControl(const ControlMessage& m, uint8_t* out) {
   storeLe64(out + 24, m.total);
   storeLe64(out + 32, m.address);
   storeLe32(out + 40, m.rkey);
-  storeLe32(out + 44, m.imm);
   std::memcpy(out + kControlHeaderSize, m.payload.data(), m.payload_length);
   storeLe32(out + 48, controlCrc(out, m.payload_length));
 }
@@ -47,8 +46,13 @@ Result<ControlMessage> decodeControl(const uint8_t* in, size_t length, const std
   }
   ControlMessage m;
   const uint8_t type = in[4];
-  if (type < static_cast<uint8_t>(ControlType::kClearToSend) || type > static_cast<uint8_t>(ControlType::kHandshake)) {
-    return makeStatus(StatusCode::kProtocolError, "control message type {} from {} is not one of 1..6", type, peer);
+  const bool known = (type >= static_cast<uint8_t>(ControlType::kClearToSend) &&
+                      type <= static_cast<uint8_t>(ControlType::kSendError)) ||
+                     type == static_cast<uint8_t>(ControlType::kRingCredit) ||
+                     type == static_cast<uint8_t>(ControlType::kHandshake);
+  if (!known) {
+    return makeStatus(StatusCode::kProtocolError, "control message type {} from {} is not one of 1, 2, 3, 5, 6", type,
+                      peer);
   }
   m.type = static_cast<ControlType>(type);
   m.payload_length = in[5];
@@ -56,7 +60,7 @@ Result<ControlMessage> decodeControl(const uint8_t* in, size_t length, const std
     return makeStatus(StatusCode::kProtocolError, "control payload length {} from {} exceeds {}", m.payload_length,
                       peer, kMaxControlPayload);
   }
-  if (in[6] != 0 || in[7] != 0 || loadLe32(in + 52) != 0) {
+  if (in[6] != 0 || in[7] != 0 || loadLe32(in + 44) != 0 || loadLe32(in + 52) != 0) {
     return makeStatus(StatusCode::kProtocolError, "control message from {} has non-zero reserved fields", peer);
   }
   const uint32_t crc = loadLe32(in + 48);
@@ -71,7 +75,6 @@ Result<ControlMessage> decodeControl(const uint8_t* in, size_t length, const std
   m.total = loadLe64(in + 24);
   m.address = loadLe64(in + 32);
   m.rkey = loadLe32(in + 40);
-  m.imm = loadLe32(in + 44);
   std::memcpy(m.payload.data(), in + kControlHeaderSize, m.payload_length);
   return m;
 }

@@ -2,7 +2,9 @@
 //
 // Payload bytes always move by RDMA WRITE straight into registered memory; a control message
 // posted after the writes on the same RC queue pair tells the target they landed (RC delivers
-// a SEND only after every earlier WRITE on that QP is placed). The same credit protocol as the
+// a SEND only after every earlier WRITE on that QP is placed). One-sided writes need no control
+// message: their last WRITE is an RDMA WRITE WITH IMM, completed at the target with the
+// immediate once all the write's data is placed. The same credit protocol as the
 // TCP backend, with addresses: a receive posts room, the sender writes into it.
 //
 // Layout (kControlSize bytes, little-endian):
@@ -16,7 +18,7 @@
 //   24 u64 total   room (kClearToSend), message length (kDone, kSendError)
 //   32 u64 address where the room starts (kClearToSend)
 //   40 u32 rkey    of the room (kClearToSend)
-//   44 u32 imm     of a one-sided write (kWriteNotice)
+//   44 u32 reserved (0)
 //   48 u32 crc     CRC32C of bytes 0..47 and the payload
 //   52 u32 reserved (0)
 //   56 ... payload (handshake messages, up to kMaxControlPayload bytes)
@@ -39,7 +41,7 @@ enum class ControlType : uint8_t {
   kClearToSend = 1,  // receiver posted room for message (tag, seq)
   kDone = 2,         // message (tag, seq) of `total` bytes was written into the room
   kSendError = 3,    // message (tag, seq) of `total` bytes did not fit the room
-  kWriteNotice = 4,  // a one-sided write with immediate `imm` landed
+  // 4 was a write notice; one-sided writes now carry their immediate in RDMA WRITE WITH IMM.
   kRingCredit = 5,   // only returns receive-ring credits
   kHandshake = 6,    // one of the wire handshake messages, in `payload`
 };
@@ -52,7 +54,6 @@ struct ControlMessage {
   uint64_t total = 0;
   uint64_t address = 0;
   uint32_t rkey = 0;
-  uint32_t imm = 0;
   uint8_t payload_length = 0;
   std::array<uint8_t, kMaxControlPayload> payload{};
 };

@@ -1,5 +1,7 @@
 #include "transport/verbs/pair.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -173,7 +175,7 @@ void VerbsPair::drainOutboxLocked(Completions& done) {
     // Receive-ring credits go back on their own when nothing else would carry them soon; the
     // last credit is kept for exactly this, so two busy sides can never starve each other.
     if (room && reposted_unreported_ >= kRingSlots / 4 && control_credits_ >= 1 &&
-        (outbox_.empty() || !outbox_.front().is_control || control_credits_ < 2)) {
+        (outbox_.empty() || !outbox_.front().needsRingCredit() || control_credits_ < 2)) {
       ControlMessage credit;
       credit.type = ControlType::kRingCredit;
       if (!post_control(credit)) return;
@@ -185,9 +187,11 @@ void VerbsPair::drainOutboxLocked(Completions& done) {
       if (control_credits_ < 2 || free_send_slots_.empty()) return;
       if (!post_control(entry.control)) return;
     } else {
+      if (entry.imm && control_credits_ < 2) return;
       ibv_send_wr wr{};
       wr.wr_id = wrId(kWriteWr, entry.op_id);
-      wr.opcode = IBV_WR_RDMA_WRITE;
+      wr.opcode = entry.imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+      if (entry.imm) wr.imm_data = htonl(*entry.imm);
       wr.sg_list = entry.sges.data();
       wr.num_sge = static_cast<int>(entry.sges.size());
       wr.wr.rdma.remote_addr = entry.remote_address;
@@ -201,6 +205,7 @@ void VerbsPair::drainOutboxLocked(Completions& done) {
         return;
       }
       ++sq_outstanding_;
+      if (entry.imm) --control_credits_;
     }
     outbox_.pop_front();
   }
@@ -286,11 +291,17 @@ RequestPtr VerbsPair::write(const MemoryRegion& local, uint64_t local_offset, co
       failRequest(done, request, st);
       return;
     }
-    ControlMessage notice;
-    notice.type = ControlType::kWriteNotice;
-    notice.imm = imm;
-    enqueueControlLocked(notice);
-    if (op->wrs_left == 0) done.push_back({request, Status::ok(), 0});
+    if (op->wrs_left == 0) {
+      // A zero-byte write is one empty RDMA WRITE WITH IMM: the immediate alone.
+      OutboxEntry empty;
+      empty.remote_address = remote.address + remote_offset;
+      empty.rkey = remote.key;
+      empty.op_id = next_wr_op_++;
+      ++op->wrs_left;
+      wr_ops_[empty.op_id] = op;
+      outbox_.push_back(std::move(empty));
+    }
+    outbox_.back().imm = imm;  // the last WRITE of this op: the peer is told once all landed
     drainOutboxLocked(done);
   });
 }
@@ -310,9 +321,18 @@ void VerbsPair::onWorkCompletion(const ibv_wc& wc) {
                             peerName(), ibv_wc_status_str(wc.status), static_cast<int>(wc.status), wc.vendor_err),
                  done);
     } else if (kind == kRecvWr) {
-      const uint8_t* bytes = recv_ring_.data() + index * kControlSize;
-      auto message = decodeControl(bytes, wc.byte_len, peerName());
-      Status st = message ? onControlLocked(*message, done) : message.status();
+      Status st;
+      if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+        // A one-sided write landed (RC places its data before this completion).
+        st = handshake_ == HandshakeState::kAwaitHello || handshake_ == HandshakeState::kAwaitProof
+                 ? makeStatus(StatusCode::kProtocolError, "{} wrote into our memory before the handshake finished",
+                              peerName())
+                 : imms_.deliver(ntohl(wc.imm_data), done);
+      } else {
+        const uint8_t* bytes = recv_ring_.data() + index * kControlSize;
+        auto message = decodeControl(bytes, wc.byte_len, peerName());
+        st = message ? onControlLocked(*message, done) : message.status();
+      }
       if (st.isOk()) st = postReceive(static_cast<uint32_t>(index));
       if (!st.isOk()) {
         // A refused handshake leaves its verdict queued: send it, and keep the queue pair up
@@ -389,8 +409,6 @@ Status VerbsPair::onControlLocked(const ControlMessage& m, Completions& done) {
       done.push_back({posted.request, Status::ok(), m.total});
       return Status::ok();
     }
-    case ControlType::kWriteNotice:
-      return imms_.deliver(m.imm, done);
   }
   return makeStatus(StatusCode::kInternal, "unhandled control type {}", static_cast<int>(m.type));
 }

@@ -81,6 +81,8 @@ class VerbsPair final : public PairBase {
     uint64_t bytes = 0;
   };
   // One RDMA WRITE or one control SEND, waiting in the outbox for send-queue room and credits.
+  // The last WRITE of a one-sided write carries the immediate (RDMA WRITE WITH IMM), which, like
+  // a control message, consumes a slot of the peer's receive ring and so needs a ring credit.
   struct OutboxEntry {
     bool is_control = false;
     ControlMessage control;
@@ -88,6 +90,8 @@ class VerbsPair final : public PairBase {
     uint64_t remote_address = 0;
     uint32_t rkey = 0;
     uint64_t op_id = 0;
+    std::optional<uint32_t> imm;
+    bool needsRingCredit() const { return is_control || imm.has_value(); }
   };
   struct PostedRecv {
     RequestPtr request;
