@@ -28,6 +28,8 @@ struct BackendCase {
   int streams;
   bool crc;
 };
+// ctest lists tests by name; without this gtest appends the parameter's raw bytes.
+void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.backend << "/" << c.streams << " streams"; }
 
 std::string caseName(const ::testing::TestParamInfo<BackendCase>& info) {
   return info.param.backend + "_" + std::to_string(info.param.streams) + "streams" + (info.param.crc ? "_crc" : "");

@@ -23,6 +23,8 @@ struct BackendCase {
   std::string backend;
   int streams;
 };
+// ctest lists tests by name; without this gtest appends the parameter's raw bytes.
+void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.backend << "/" << c.streams << " streams"; }
 
 std::string rdmaAddress() {
   for (const char* name : {"POSEIDON_TEST_RDMA_ADDRESS", "SOFTROCE_VM_SELF"}) {

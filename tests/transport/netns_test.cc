@@ -18,6 +18,8 @@ struct NetnsCase {
   std::string rate;  // empty: no limit
 };
 
+void PrintTo(const NetnsCase& c, std::ostream* os) { *os << c.streams << " streams " << c.rate; }
+
 class TwoHosts : public ::testing::TestWithParam<NetnsCase> {};
 
 TEST_P(TwoHosts, ExchangeEveryByteIntact) {

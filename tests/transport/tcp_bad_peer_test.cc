@@ -127,6 +127,8 @@ struct BadFrameCase {
   std::string expected;  // a piece of the failure message
 };
 
+void PrintTo(const BadFrameCase& c, std::ostream* os) { *os << c.name; }
+
 std::vector<BadFrameCase> badFrames() {
   auto fixCrc = [](std::vector<uint8_t> b) {
     wire::storeLe32(&b[52], wire::crc32c(b.data(), 52));

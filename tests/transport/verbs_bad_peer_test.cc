@@ -40,6 +40,8 @@ struct BadControlCase {
   std::string expected;
 };
 
+void PrintTo(const BadControlCase& c, std::ostream* os) { *os << c.name; }
+
 std::vector<BadControlCase> badControls() {
   return {
       {"BadMagic",
