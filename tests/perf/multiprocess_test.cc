@@ -136,6 +136,9 @@ Table expectTable(const PairRun& run, const std::string& header, const std::vect
     for (size_t f = 1; f < fields; ++f) {
       if (peak_zero && f == 2) {
         EXPECT_EQ(row[f], 0) << table.lines[i];
+      } else if (fields == 9 && f == 6) {
+        // t_stdev of a few samples that differ by nanoseconds prints as 0.00.
+        EXPECT_GE(row[f], 0) << table.lines[i];
       } else {
         EXPECT_GT(row[f], 0) << "column " << f << " of: " << table.lines[i];
       }

@@ -21,6 +21,7 @@ constexpr const char* kParamsKey = "poseidon-perf/params";
 constexpr const char* kVerdictKey = "poseidon-perf/server-status";
 constexpr const char* kResultsKey = "poseidon-perf/results";
 constexpr const char* kConfirmKey = "poseidon-perf/server-done";
+constexpr const char* kGoodbyeKey = "poseidon-perf/client-done";
 constexpr const char* kOk = "ok";
 
 std::string regionKey(int rank) { return fmt::format("poseidon-perf/region/{}", rank); }
@@ -211,10 +212,16 @@ Result<std::string> awaitResults(Session& session) {
   return bootstrap::getString(*session.store, kResultsKey, session.deadline());
 }
 
-Status confirmResults(Session& session) { return bootstrap::setString(*session.store, kConfirmKey, kOk); }
+// The server serves the store: it may exit only once the client has read the confirmation,
+// or the client's last get() finds the store gone. So the client answers with a goodbye.
+Status confirmResults(Session& session) {
+  POSEIDON_RETURN_IF_ERROR(bootstrap::setString(*session.store, kConfirmKey, kOk));
+  return bootstrap::getString(*session.store, kGoodbyeKey, session.deadline()).status();
+}
 
 Status awaitConfirmation(Session& session) {
-  return bootstrap::getString(*session.store, kConfirmKey, session.deadline()).status();
+  POSEIDON_RETURN_IF_ERROR(bootstrap::getString(*session.store, kConfirmKey, session.deadline()).status());
+  return bootstrap::setString(*session.store, kGoodbyeKey, kOk);
 }
 
 }  // namespace poseidon::perf
