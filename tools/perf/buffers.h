@@ -11,10 +11,11 @@
 
 namespace poseidon::perf {
 
-// Bandwidth tests cycle through a ring of slots of the message size, about kRingBytes in all
-// (perftest's cycle buffer): enough that consecutive messages use different memory, small
-// enough for -a's 8 MiB. Latency tests use two slots: [outgoing | incoming].
-inline constexpr uint64_t kRingBytes = uint64_t{64} << 20;
+// Bandwidth tests cycle through a ring of slots of the message size, about kRingBytes in all:
+// perftest's cycle buffer, which is one page by default, so messages of a page or more reuse
+// one buffer as in ib_write_bw (and iperf3), and smaller ones spread over the page. Latency
+// tests use two slots: [outgoing | incoming].
+inline constexpr uint64_t kRingBytes = 4096;
 inline constexpr uint64_t kMaxSlots = 256;
 // The server's delivery acks: a ring of 8-byte counters on both sides. Deep, because the
 // client's receives for acks grant their credits through the same stream as its data: each
