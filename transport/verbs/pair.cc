@@ -211,6 +211,19 @@ void VerbsPair::drainOutboxLocked(Completions& done) {
   }
 }
 
+void VerbsPair::logPath() const {
+  auto described = path();
+  spdlog::debug("transport: {} connected over {}", peerName(),
+                described ? described->toString() : described.status().toString());
+}
+
+Result<QueuePairPath> VerbsPair::path() const {
+  if (id_ == nullptr || id_->qp == nullptr) {
+    return makeStatus(StatusCode::kInvalidArgument, "{} has no queue pair yet", peerName());
+  }
+  return queryPath(id_->qp, id_->verbs);
+}
+
 Status VerbsPair::injectRawControl(std::span<const uint8_t> bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (bytes.size() > kControlSize || free_send_slots_.empty() || failed()) {
@@ -486,6 +499,7 @@ Status VerbsPair::onHandshakeLocked(const ControlMessage& m) {
       }
       handshake_ = HandshakeState::kDone;
       ready_.store(true, std::memory_order_release);
+      logPath();
       if (on_ready_) on_ready_();
       return Status::ok();
     }
@@ -565,6 +579,7 @@ Status VerbsPair::clientHandshake(const std::string& secret, Deadline deadline) 
     handshake_ = HandshakeState::kDone;
     ready_.store(true, std::memory_order_release);
   }
+  logPath();
   return Status::ok();
 }
 

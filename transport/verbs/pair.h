@@ -34,6 +34,7 @@
 #include "transport/rendezvous.h"
 #include "transport/verbs/control.h"
 #include "transport/verbs/memory.h"
+#include "transport/verbs/path.h"
 
 namespace poseidon::transport::verbs {
 
@@ -61,6 +62,10 @@ class VerbsPair final : public PairBase {
   RequestPtr recv(uint32_t tag, MemoryRegion& region, uint64_t offset, uint64_t length) override;
   RequestPtr write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
                    uint64_t remote_offset, uint64_t length, uint32_t imm) override;
+
+  // The path rdma_cm set up for this queue pair (GID index and type, MTU); after connect().
+  Result<QueuePairPath> path() const;
+  void logPath() const;
 
   // Fault injection, for tests only: sends `bytes` (at most kControlSize, possibly malformed)
   // as one control message, bypassing encoding and credits, to check what a misbehaving peer
