@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstring>
 
