@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tests/support/mesh.h"
+#include "tests/support/rdma.h"
 #include "transport/device.h"
 
 namespace poseidon::transport {
@@ -39,15 +40,6 @@ std::vector<BackendCase> backendsUnderTest() {
   return {{"tcp", 1, false}, {"tcp", 4, true}, {"verbs", 1, false}};
 }
 
-// The verbs backend needs the address of a netdev that carries an RDMA device (an rxe link in
-// the Soft-RoCE guest, say): POSEIDON_TEST_RDMA_ADDRESS names it.
-std::optional<std::string> rdmaAddress() {
-  for (const char* name : {"POSEIDON_TEST_RDMA_ADDRESS", "SOFTROCE_VM_SELF"}) {
-    if (const char* value = std::getenv(name); value != nullptr && *value != 0) return std::string(value);
-  }
-  return std::nullopt;
-}
-
 size_t availableMemoryBytes() {
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
@@ -63,10 +55,7 @@ class Conformance : public ::testing::TestWithParam<BackendCase> {
  protected:
   void SetUp() override {
     if (GetParam().backend != "verbs") return;
-    if (!rdmaAddress()) {
-      GTEST_SKIP() << "no RDMA device here: set POSEIDON_TEST_RDMA_ADDRESS to the address of an RDMA netdev "
-                      "(tools/softroce-vm runs this suite on Soft-RoCE)";
-    }
+    if (poseidon::testing::rdmaTestAddress().empty()) GTEST_SKIP() << poseidon::testing::kNoRdmaDevice;
     auto probe = createDevice(options());
     if (!probe) GTEST_SKIP() << "verbs device unavailable: " << probe.status().toString();
   }
@@ -77,7 +66,7 @@ class Conformance : public ::testing::TestWithParam<BackendCase> {
     o.payload_crc = GetParam().crc;
     o.secret = "conformance-secret";
     o.stripe_bytes = 256 * 1024;
-    if (o.backend == "verbs") o.address = rdmaAddress().value_or("");
+    if (o.backend == "verbs") o.address = poseidon::testing::rdmaTestAddress();
     return o;
   }
   Mesh mesh(int size) {

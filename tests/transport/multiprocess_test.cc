@@ -7,6 +7,7 @@
 
 #include "tests/support/mesh.h"
 #include "tests/support/process.h"
+#include "tests/support/rdma.h"
 #include "transport/bootstrap/file_store.h"
 #include "transport/device.h"
 
@@ -26,14 +27,7 @@ struct BackendCase {
 // ctest lists tests by name; without this gtest appends the parameter's raw bytes.
 void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.backend << "/" << c.streams << " streams"; }
 
-std::string rdmaAddress() {
-  for (const char* name : {"POSEIDON_TEST_RDMA_ADDRESS", "SOFTROCE_VM_SELF"}) {
-    if (const char* value = std::getenv(name); value != nullptr && *value != 0) return value;
-  }
-  return "";
-}
-
-std::string addressFor(const std::string& backend) { return backend == "verbs" ? rdmaAddress() : "127.0.0.1"; }
+std::string addressFor(const std::string& backend) { return backend == "verbs" ? poseidon::testing::rdmaTestAddress() : "127.0.0.1"; }
 
 std::vector<std::string> peerArgs(const TempDir& dir, int rank, int size, const std::string& role,
                                   const BackendCase& c) {
@@ -45,9 +39,8 @@ std::vector<std::string> peerArgs(const TempDir& dir, int rank, int size, const 
 class MultiProcess : public ::testing::TestWithParam<BackendCase> {
  protected:
   void SetUp() override {
-    if (GetParam().backend == "verbs" && rdmaAddress().empty()) {
-      GTEST_SKIP() << "no RDMA device here: set POSEIDON_TEST_RDMA_ADDRESS to the address of an RDMA netdev "
-                      "(tools/softroce-vm runs this suite on Soft-RoCE)";
+    if (GetParam().backend == "verbs" && poseidon::testing::rdmaTestAddress().empty()) {
+      GTEST_SKIP() << poseidon::testing::kNoRdmaDevice;
     }
   }
 };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/mesh.h"
+#include "tests/support/rdma.h"
 #include "transport/verbs/control.h"
 #include "transport/verbs/pair.h"
 #include "transport/wire/crc32c.h"
@@ -15,13 +16,6 @@ namespace {
 
 using poseidon::testing::Buffer;
 using poseidon::testing::makeBuffer;
-
-std::string rdmaAddress() {
-  for (const char* name : {"POSEIDON_TEST_RDMA_ADDRESS", "SOFTROCE_VM_SELF"}) {
-    if (const char* value = std::getenv(name); value != nullptr && *value != 0) return value;
-  }
-  return "";
-}
 
 std::vector<uint8_t> encoded(ControlMessage m) {
   std::vector<uint8_t> bytes(kControlSize);
@@ -88,12 +82,10 @@ std::vector<BadControlCase> badControls() {
 class VerbsBadPeer : public ::testing::TestWithParam<BadControlCase> {};
 
 TEST_P(VerbsBadPeer, ClosesOnlyThatConnectionWithAReason) {
-  if (rdmaAddress().empty()) {
-    GTEST_SKIP() << "no RDMA device here: set POSEIDON_TEST_RDMA_ADDRESS (tools/softroce-vm runs this on Soft-RoCE)";
-  }
+  if (poseidon::testing::rdmaTestAddress().empty()) GTEST_SKIP() << poseidon::testing::kNoRdmaDevice;
   DeviceOptions options;
   options.backend = "verbs";
-  options.address = rdmaAddress();
+  options.address = poseidon::testing::rdmaTestAddress();
   options.secret = "verbs-bad-peer";
   auto mesh = poseidon::testing::makeMesh(3, options, "verbs-bad-peer");
   ASSERT_TRUE(mesh.isOk()) << mesh.status().toString();

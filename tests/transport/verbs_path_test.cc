@@ -4,26 +4,18 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/mesh.h"
+#include "tests/support/rdma.h"
 #include "transport/verbs/device.h"
 #include "transport/verbs/pair.h"
 
 namespace poseidon::transport::verbs {
 namespace {
 
-std::string rdmaAddress() {
-  for (const char* name : {"POSEIDON_TEST_RDMA_ADDRESS", "SOFTROCE_VM_SELF"}) {
-    if (const char* value = std::getenv(name); value != nullptr && *value != 0) return value;
-  }
-  return "";
-}
-
 TEST(VerbsPath, GidOfTheAddressAndMtuOfThePort) {
-  if (rdmaAddress().empty()) {
-    GTEST_SKIP() << "no RDMA device here: set POSEIDON_TEST_RDMA_ADDRESS (tools/softroce-vm runs this on Soft-RoCE)";
-  }
+  if (poseidon::testing::rdmaTestAddress().empty()) GTEST_SKIP() << poseidon::testing::kNoRdmaDevice;
   DeviceOptions options;
   options.backend = "verbs";
-  options.address = rdmaAddress();
+  options.address = poseidon::testing::rdmaTestAddress();
   options.secret = "verbs-path";
   auto mesh = poseidon::testing::makeMesh(2, options, "verbs-path");
   ASSERT_TRUE(mesh.isOk()) << mesh.status().toString();
@@ -37,7 +29,7 @@ TEST(VerbsPath, GidOfTheAddressAndMtuOfThePort) {
     ASSERT_EQ(ibv_query_port(device.verbs(), path->port, &port), 0);
     EXPECT_EQ(path->mtu_bytes, mtuBytes(port.active_mtu));
     if (port.link_layer == IBV_LINK_LAYER_ETHERNET) {
-      EXPECT_EQ(path->gid, "::ffff:" + rdmaAddress()) << "the GID must be the IPv4-mapped one of the address";
+      EXPECT_EQ(path->gid, "::ffff:" + poseidon::testing::rdmaTestAddress()) << "the GID must be the IPv4-mapped one of the address";
       EXPECT_EQ(path->gid_type, "RoCE v2");
     }
   }
