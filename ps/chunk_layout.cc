@@ -1,0 +1,87 @@
+#include "ps/chunk_layout.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+namespace poseidon::ps {
+
+using transport::makeStatus;
+using transport::StatusCode;
+
+Result<ChunkLayout> ChunkLayout::build(std::span<const TensorSpec> tensors, int servers, uint64_t chunk_bytes) {
+  if (tensors.empty()) return makeStatus(StatusCode::kInvalidArgument, "model has no tensors");
+  if (servers < 1) return makeStatus(StatusCode::kInvalidArgument, "servers {} is not >= 1", servers);
+  if (chunk_bytes == 0 || chunk_bytes % 4 != 0) {
+    return makeStatus(StatusCode::kInvalidArgument, "chunk size {} bytes is not a positive multiple of 4",
+                      chunk_bytes);
+  }
+  std::set<std::string> names;
+  uint64_t total = 0;
+  for (const TensorSpec& t : tensors) {
+    if (t.elements == 0) return makeStatus(StatusCode::kInvalidArgument, "tensor '{}' has 0 elements", t.name);
+    if (!names.insert(t.name).second) {
+      return makeStatus(StatusCode::kInvalidArgument, "tensor name '{}' appears twice", t.name);
+    }
+    if (t.elements > (std::numeric_limits<uint64_t>::max() - total) / 4) {
+      return makeStatus(StatusCode::kInvalidArgument, "tensor '{}' of {} elements overflows the model size", t.name,
+                        t.elements);
+    }
+    total += t.elements * 4;
+  }
+  const uint64_t chunk_count = (total + chunk_bytes - 1) / chunk_bytes;
+  if (chunk_count > std::numeric_limits<uint32_t>::max()) {
+    return makeStatus(StatusCode::kInvalidArgument, "{} chunks of {} bytes exceed the 2^32 chunk ids", chunk_count,
+                      chunk_bytes);
+  }
+  ChunkLayout layout;
+  layout.servers_ = servers;
+  layout.chunk_bytes_ = chunk_bytes;
+  layout.chunks_.reserve(chunk_count);
+  for (uint64_t i = 0; i < chunk_count; ++i) {
+    Chunk chunk;
+    chunk.id = static_cast<uint32_t>(i);
+    chunk.server = static_cast<int>(i % static_cast<uint64_t>(servers));
+    chunk.bytes = std::min(chunk_bytes, total - i * chunk_bytes);
+    layout.chunks_.push_back(chunk);
+  }
+  layout.pieces_.resize(tensors.size());
+  uint64_t position = 0;  // byte offset in the packed model
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    uint64_t left = tensors[t].elements * 4;
+    uint64_t tensor_offset = 0;
+    while (left > 0) {
+      const uint64_t chunk = position / chunk_bytes;
+      const uint64_t in_chunk = position % chunk_bytes;
+      const uint64_t take = std::min(left, chunk_bytes - in_chunk);
+      layout.pieces_[t].push_back({static_cast<uint32_t>(chunk), in_chunk, tensor_offset, take});
+      position += take;
+      tensor_offset += take;
+      left -= take;
+    }
+  }
+  return layout;
+}
+
+std::vector<uint64_t> ChunkLayout::bytesPerServer() const {
+  std::vector<uint64_t> bytes(static_cast<size_t>(servers_), 0);
+  for (const Chunk& chunk : chunks_) bytes[static_cast<size_t>(chunk.server)] += chunk.bytes;
+  return bytes;
+}
+
+std::vector<uint64_t> perTensorBytesPerServer(std::span<const TensorSpec> tensors, int servers) {
+  std::vector<uint64_t> bytes(static_cast<size_t>(std::max(servers, 1)), 0);
+  for (const TensorSpec& t : tensors) {
+    auto least = std::min_element(bytes.begin(), bytes.end());
+    *least += t.elements * 4;
+  }
+  return bytes;
+}
+
+double imbalance(const std::vector<uint64_t>& bytes_per_server) {
+  const auto [min, max] = std::minmax_element(bytes_per_server.begin(), bytes_per_server.end());
+  if (*min == 0) return std::numeric_limits<double>::infinity();
+  return static_cast<double>(*max) / static_cast<double>(*min);
+}
+
+}  // namespace poseidon::ps

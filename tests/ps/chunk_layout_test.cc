@@ -1,0 +1,113 @@
+// Chunking and placement: every byte of every tensor is in exactly one chunk, chunks are spread so
+// bytes per server differ by at most one chunk, and per-tensor placement shows the hot spot.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "ps/chunk_layout.h"
+#include "ps/model_zoo.h"
+
+namespace poseidon::ps {
+namespace {
+
+// Every byte of the packed model belongs to exactly one (tensor, offset), in order.
+void expectCoversEverything(const ChunkLayout& layout, const std::vector<TensorSpec>& tensors) {
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> pieces_by_place;  // (chunk, offset) -> bytes
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    uint64_t expected_offset = 0;
+    for (const TensorPiece& piece : layout.piecesOf(t)) {
+      ASSERT_EQ(piece.tensor_offset, expected_offset) << tensors[t].name;
+      ASSERT_LT(piece.chunk, layout.chunks().size());
+      ASSERT_LE(piece.chunk_offset + piece.bytes, layout.chunks()[piece.chunk].bytes) << tensors[t].name;
+      pieces_by_place[{piece.chunk, piece.chunk_offset}] = piece.bytes;
+      expected_offset += piece.bytes;
+    }
+    EXPECT_EQ(expected_offset, tensors[t].elements * 4) << tensors[t].name;
+  }
+  // Pieces tile the chunks without gaps or overlaps.
+  uint32_t chunk = 0;
+  uint64_t offset = 0;
+  for (const auto& [place, bytes] : pieces_by_place) {
+    if (place.first != chunk) {
+      EXPECT_EQ(offset, layout.chunks()[chunk].bytes) << "chunk " << chunk << " not filled";
+      EXPECT_EQ(place.first, chunk + 1);
+      chunk = place.first;
+      offset = 0;
+    }
+    EXPECT_EQ(place.second, offset) << "chunk " << chunk;
+    offset += bytes;
+  }
+  EXPECT_EQ(offset, layout.chunks().back().bytes);
+}
+
+TEST(ChunkLayout, SmallTensorsShareAChunkAndLargeOnesSpanMany) {
+  const std::vector<TensorSpec> tensors = {{"a", 10}, {"b", 20}, {"big", 3 * (1 << 18) + 5}, {"c", 1}};
+  auto layout = ChunkLayout::build(tensors, 2, 1 << 20);
+  ASSERT_TRUE(layout.isOk()) << layout.status().toString();
+  EXPECT_EQ(layout->piecesOf(0).size(), 1u);
+  EXPECT_EQ(layout->piecesOf(1).size(), 1u);
+  EXPECT_EQ(layout->piecesOf(0)[0].chunk, layout->piecesOf(1)[0].chunk);
+  EXPECT_EQ(layout->piecesOf(2).size(), 4u);  // 3 MiB + 20 B starting 120 B into chunk 0
+  expectCoversEverything(*layout, tensors);
+}
+
+TEST(ChunkLayout, IsAPureFunctionOfTheModelAndServers) {
+  const auto tensors = vgg19();
+  auto a = ChunkLayout::build(tensors, 4);
+  auto b = ChunkLayout::build(tensors, 4);
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  ASSERT_EQ(a->chunks().size(), b->chunks().size());
+  for (size_t i = 0; i < a->chunks().size(); ++i) EXPECT_EQ(a->chunks()[i].server, b->chunks()[i].server);
+}
+
+TEST(ChunkLayout, RefusesBadInputNamingIt) {
+  const std::vector<TensorSpec> ok = {{"w", 4}};
+  EXPECT_NE(ChunkLayout::build({}, 2).status().message().find("no tensors"), std::string::npos);
+  EXPECT_NE(ChunkLayout::build(ok, 0).status().message().find("servers 0"), std::string::npos);
+  EXPECT_NE(ChunkLayout::build(ok, 2, 6).status().message().find("chunk size 6"), std::string::npos);
+  const std::vector<TensorSpec> empty = {{"w", 0}};
+  EXPECT_NE(ChunkLayout::build(empty, 2).status().message().find("'w' has 0 elements"), std::string::npos);
+  const std::vector<TensorSpec> twice = {{"w", 1}, {"w", 2}};
+  EXPECT_NE(ChunkLayout::build(twice, 2).status().message().find("'w' appears twice"), std::string::npos);
+}
+
+struct BalanceCase {
+  uint64_t classes;
+  int servers;
+};
+
+void PrintTo(const BalanceCase& c, std::ostream* os) { *os << "VGG19-" << c.classes << " on " << c.servers; }
+
+class Balance : public ::testing::TestWithParam<BalanceCase> {};
+
+TEST_P(Balance, ChunksWithinOneChunkAndPerTensorIsAHotSpot) {
+  const auto tensors = vgg19(GetParam().classes);
+  auto layout = ChunkLayout::build(tensors, GetParam().servers);
+  ASSERT_TRUE(layout.isOk());
+  expectCoversEverything(*layout, tensors);
+  const auto chunked = layout->bytesPerServer();
+  const auto [min, max] = std::minmax_element(chunked.begin(), chunked.end());
+  EXPECT_LE(*max - *min, kDefaultChunkBytes) << "bytes per server differ by more than one chunk";
+  EXPECT_LE(imbalance(chunked), 1.03);
+  const double per_tensor = imbalance(perTensorBytesPerServer(tensors, GetParam().servers));
+  // The report the issue asks for: the hot spot chunking avoids.
+  std::printf("VGG19-%s on %d servers: 2 MiB chunks max/min %.4f, per-tensor max/min %.2f\n",
+              GetParam().classes == 1000 ? "1K" : "22K", GetParam().servers, imbalance(chunked), per_tensor);
+  EXPECT_GE(per_tensor, imbalance(chunked));
+  // With two servers VGG19-22K's two big FC layers (fc6 392 MiB, fc8 341 MiB) happen to balance
+  // each other; from four servers on, fc6 alone is a hot spot of the whole job.
+  if (GetParam().servers >= 4) EXPECT_GT(per_tensor, 1.5) << "per-tensor placement should show the FC hot spot";
+}
+
+INSTANTIATE_TEST_SUITE_P(Vgg19, Balance,
+                         ::testing::Values(BalanceCase{1000, 2}, BalanceCase{1000, 4}, BalanceCase{1000, 8},
+                                           BalanceCase{21841, 2}, BalanceCase{21841, 4}, BalanceCase{21841, 8}));
+
+TEST(ModelZoo, Vgg19HasTheKnownParameterCount) {
+  uint64_t total = 0;
+  for (const auto& t : vgg19()) total += t.elements;
+  EXPECT_EQ(total, 143667240u);  // VGG19's published 143.7M parameters
+}
+
+}  // namespace
+}  // namespace poseidon::ps
