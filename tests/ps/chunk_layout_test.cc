@@ -96,7 +96,9 @@ TEST_P(Balance, ChunksWithinOneChunkAndPerTensorIsAHotSpot) {
   EXPECT_GE(per_tensor, imbalance(chunked));
   // With two servers VGG19-22K's two big FC layers (fc6 392 MiB, fc8 341 MiB) happen to balance
   // each other; from four servers on, fc6 alone is a hot spot of the whole job.
-  if (GetParam().servers >= 4) EXPECT_GT(per_tensor, 1.5) << "per-tensor placement should show the FC hot spot";
+  if (GetParam().servers >= 4) {
+    EXPECT_GT(per_tensor, 1.5) << "per-tensor placement should show the FC hot spot";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Vgg19, Balance,
