@@ -256,6 +256,45 @@ TEST(Handshake, WrongVersionIsRefusedWithBothVersionsNamed) {
   EXPECT_NE(st.message().find("speaks 99"), std::string::npos) << st.message();
 }
 
+TEST(Handshake, ASilentConnectionDoesNotHoldUpOthers) {
+  DeviceOptions options;
+  options.secret = kSecret;
+  options.handshake_timeout = std::chrono::seconds(10);
+  auto device = createDevice(options);
+  ASSERT_TRUE(device.isOk());
+  auto host_port = splitHostPort((*device)->listenAddress());
+  // Connects and never says a word.
+  auto silent = connectWithRetry(host_port->first, host_port->second, Deadline::after(std::chrono::seconds(5)));
+  ASSERT_TRUE(silent.isOk());
+  // A real peer that connects right after must not wait out the silent one's handshake timeout.
+  auto context = (*device)->createContext(0, 2, "silent");
+  ASSERT_TRUE(context.isOk());
+  poseidon::testing::TempDir dir;
+  Status peer_status;
+  std::shared_ptr<Device> peer_device;
+  std::shared_ptr<Context> peer_context;
+  const auto start = Clock::now();
+  std::thread peer([&] {
+    auto d = createDevice(options);
+    auto store = bootstrap::FileStore::open(dir.path());
+    if (!d || !store) {
+      peer_status = !d ? d.status() : store.status();
+      return;
+    }
+    peer_device = *d;
+    auto c = (*d)->createContext(1, 2, "silent");
+    peer_context = *c;
+    peer_status = (*c)->connect(**store, Deadline::after(std::chrono::seconds(20)));
+  });
+  auto store = bootstrap::FileStore::open(dir.path());
+  ASSERT_TRUE(store.isOk());
+  Status st = (*context)->connect(**store, Deadline::after(std::chrono::seconds(20)));
+  peer.join();
+  EXPECT_TRUE(st.isOk()) << st.toString();
+  EXPECT_TRUE(peer_status.isOk()) << peer_status.toString();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5)) << "the silent connection held up the handshake";
+}
+
 TEST(Handshake, GarbageInsteadOfHelloIsDroppedAndTheDeviceGoesOn) {
   DeviceOptions options;
   options.secret = kSecret;

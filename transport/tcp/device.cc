@@ -80,7 +80,20 @@ void TcpDevice::acceptLoop() {
         if (errno != EAGAIN && errno != EINTR) spdlog::warn("transport: accept failed: {}", std::strerror(errno));
         continue;
       }
-      handleIncoming(std::move(fd));
+      // Each handshake runs on its own thread, so a peer that connects and then stays silent
+      // holds up nobody else for the handshake timeout; a flood of them is refused.
+      auto self = weak_from_this().lock();
+      if (!self) return;  // the device is being destroyed
+      if (handshakes_in_flight_.load() >= kMaxConcurrentHandshakes) {
+        spdlog::warn("transport: refused a connection on {}: {} handshakes already in progress", listenAddress(),
+                     kMaxConcurrentHandshakes);
+        continue;
+      }
+      ++handshakes_in_flight_;
+      std::thread([self = std::move(self), fd = std::move(fd)]() mutable {
+        self->handleIncoming(std::move(fd));
+        --self->handshakes_in_flight_;
+      }).detach();
     }
   }
 }

@@ -2,6 +2,7 @@
 // the handshake and routes each connection to its context, and the progress engine.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,8 @@ class TcpDevice final : public Device, public std::enable_shared_from_this<TcpDe
   Fd stop_event_;
   SocketAddress listen_address_;
   std::thread acceptor_;
+  static constexpr int kMaxConcurrentHandshakes = 256;
+  std::atomic<int> handshakes_in_flight_{0};
   std::mutex contexts_mutex_;
   std::map<uint64_t, TcpContext*> contexts_;
 };
