@@ -240,10 +240,8 @@ void VerbsDevice::onConnectionEvent(rdma_cm_event* event) {
   const int status = event->status;
   rdma_ack_cm_event(event);
   if (pair == nullptr) return;
+  // ESTABLISHED needs nothing here: on the accepting side the peer's hello drives the handshake.
   switch (type) {
-    case RDMA_CM_EVENT_ESTABLISHED:
-      pair->onEstablished();
-      break;
     case RDMA_CM_EVENT_DISCONNECTED:
     case RDMA_CM_EVENT_DEVICE_REMOVAL:
     case RDMA_CM_EVENT_CONNECT_ERROR:

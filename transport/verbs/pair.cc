@@ -92,8 +92,6 @@ Status VerbsPair::postReceive(uint32_t slot) {
   return Status::ok();
 }
 
-void VerbsPair::onEstablished() {}
-
 // ---------------------------------------------------------------------------------------------
 // Posting
 

@@ -74,7 +74,6 @@ class VerbsPair final : public PairBase {
 
   // Engine thread.
   void onWorkCompletion(const ibv_wc& wc);
-  void onEstablished();
   void fail(Status cause);
   rdma_cm_id* cmId() const { return id_; }
   uint32_t qpNum() const;
