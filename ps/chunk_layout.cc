@@ -78,6 +78,23 @@ std::vector<uint64_t> perTensorBytesPerServer(std::span<const TensorSpec> tensor
   return bytes;
 }
 
+uint64_t modelFingerprint(std::span<const TensorSpec> tensors) {
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a 64
+  auto mix = [&hash](const void* data, size_t size) {
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+  };
+  for (const TensorSpec& t : tensors) {
+    mix(t.name.data(), t.name.size());
+    const uint8_t separator = 0;
+    mix(&separator, 1);
+    uint8_t elements[8];
+    for (int i = 0; i < 8; ++i) elements[i] = static_cast<uint8_t>(t.elements >> (8 * i));
+    mix(elements, sizeof elements);
+  }
+  return hash;
+}
+
 double imbalance(const std::vector<uint64_t>& bytes_per_server) {
   const auto [min, max] = std::minmax_element(bytes_per_server.begin(), bytes_per_server.end());
   if (*min == 0) return std::numeric_limits<double>::infinity();

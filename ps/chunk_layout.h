@@ -66,6 +66,10 @@ class ChunkLayout {
 // on the least loaded server (greedy, which is already kinder than round-robin).
 std::vector<uint64_t> perTensorBytesPerServer(std::span<const TensorSpec> tensors, int servers);
 
+// A 64-bit hash (FNV-1a) of the tensor names and sizes in order: checkpoints record it so a
+// file written for another model is refused.
+uint64_t modelFingerprint(std::span<const TensorSpec> tensors);
+
 // max / min of bytes per server (infinity when a server holds nothing).
 double imbalance(const std::vector<uint64_t>& bytes_per_server);
 
