@@ -56,7 +56,9 @@ Status writeCheckpoint(const std::string& dir, const CheckpointIdentity& identit
 
 // Loads <dir>/server-<s>.clock-<clock>.ckpt into `data` (spans preallocated by the caller),
 // refusing a file whose identity, sizes or checksum do not match, with a message naming the
-// file, the field, the file's value and the expected one.
+// file, the field, the file's value and the expected one. On failure data.clock and the counters
+// are unchanged and the spans are untouched, except after a checksum mismatch or read error in
+// the payload (the file's size is checked before any float is read into them).
 Status loadCheckpoint(const std::string& dir, const CheckpointIdentity& identity, uint64_t clock,
                       CheckpointData& data);
 
