@@ -1,0 +1,503 @@
+#include "ps/client.h"
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "ps/imm_code.h"
+#include "ps/region_exchange.h"
+#include "ps/resume.h"
+#include "ps/shard.h"
+
+namespace poseidon::ps {
+
+using transport::Deadline;
+using transport::makeStatus;
+using transport::Request;
+using transport::RequestPtr;
+using transport::Result;
+using transport::Status;
+using transport::StatusCode;
+
+namespace {
+
+constexpr auto kStopPoll = std::chrono::milliseconds(200);
+
+// One push() or pull(): completes when every chunk it needs is done.
+struct Op {
+  RequestPtr request;
+  size_t remaining = 0;
+  uint64_t bytes = 0;
+};
+using OpPtr = std::shared_ptr<Op>;
+
+void finishOne(const OpPtr& op) {
+  if (--op->remaining == 0) op->request->complete(Status::ok(), op->bytes);
+}
+
+struct PullInFlight {
+  uint64_t min_version = 0;
+  std::vector<OpPtr> ops;
+};
+
+struct ChunkTrack {
+  int server = 0;
+  uint32_t local = 0;
+  uint64_t model_offset = 0;
+  uint64_t shard_offset = 0; // in the server's parameters
+  uint64_t slot_offset = 0;  // this worker's slot on the server
+  uint64_t bytes = 0;
+  size_t layers = 0;         // layers with bytes in the chunk
+  // Push: the chunk goes once all its layers pushed and the previous push was acknowledged.
+  size_t push_ready = 0;
+  uint64_t pushes = 0;
+  bool awaiting_ack = false;
+  std::vector<OpPtr> push_ops;     // waiting for this chunk to be written
+  std::vector<OpPtr> ack_ops;      // waiting for the ack of the write in flight
+  // Pull
+  size_t pull_ready = 0;
+  uint64_t pull_min = 0;
+  std::vector<OpPtr> pull_ops;     // waiting for the chunk's other layers to ask
+  std::deque<PullInFlight> pulls;  // asked, waiting for the parameters
+  uint64_t version = 0;
+  int blocker = -1;                // worker the server said the pull waits for
+};
+
+struct LayerTrack {
+  Layer layer;
+  std::vector<uint32_t> chunks;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (byte offset, bytes) of its tensors
+  uint64_t clock = 0;
+};
+
+class ClientImpl final : public Client {
+ public:
+  ClientImpl(transport::Context& context, const PsJob& job, const Consistency& consistency)
+      : context_(context), job_(job), consistency_(consistency), worker_(context.rank()) {}
+
+  ~ClientImpl() override {
+    stopping_.store(true);
+    for (std::thread& thread : threads_) thread.join();
+  }
+
+  Status setUp(transport::bootstrap::Store& store, std::span<const TensorSpec> model, const ChunkLayout& layout,
+               std::vector<Layer> layers, Deadline deadline);
+
+  std::span<float> parameters(size_t tensor) override {
+    return {params_.data() + tensor_offsets_[tensor] / sizeof(float), tensor_elements_[tensor]};
+  }
+  std::span<float> gradients(size_t tensor) override {
+    return {grads_.data() + tensor_offsets_[tensor] / sizeof(float), tensor_elements_[tensor]};
+  }
+  std::span<float> allParameters() override { return {params_.data(), model_bytes_ / sizeof(float)}; }
+  uint64_t startClock() const override { return start_clock_; }
+  Status initialize(Deadline deadline) override;
+  RequestPtr push(size_t layer) override;
+  RequestPtr pull(size_t layer) override;
+  Status wait(const RequestPtr& request, Deadline deadline) override;
+  uint64_t clock(size_t layer) const override {
+    std::lock_guard lock(mutex_);
+    return layers_.at(layer).clock;
+  }
+  uint64_t version(size_t layer) const override;
+  size_t layerCount() const override { return layers_.size(); }
+  Status requestCheckpoint(uint64_t clock) override;
+  Status finish(Deadline deadline) override;
+
+ private:
+  void serverLoop(int server);
+  Status handle(int server, const Imm& imm);
+  void sendPushLocked(uint32_t chunk);
+  void sendPullLocked(uint32_t chunk);
+  void signal(int server, ToServer type, uint32_t chunk, uint64_t value);
+  void failAllLocked(const Status& status);
+  uint32_t globalChunk(int server, uint32_t local) const {
+    return local * static_cast<uint32_t>(job_.servers) + static_cast<uint32_t>(server);
+  }
+  RequestPtr newRequest(const char* what, size_t layer) {
+    return std::make_shared<Request>(
+        fmt::format("{} of layer '{}' at clock {} by worker {}", what, layers_[layer].layer.name,
+                    layers_[layer].clock, worker_));
+  }
+
+  transport::Context& context_;
+  const PsJob job_;
+  const Consistency consistency_;
+  const int worker_;
+  uint64_t model_bytes_ = 0;
+  std::vector<uint64_t> tensor_offsets_;
+  std::vector<size_t> tensor_elements_;
+  std::vector<float> params_;
+  std::vector<float> grads_;
+  std::vector<float> accumulated_;  // async with n_push > 1
+  std::unique_ptr<transport::MemoryRegion> params_region_;
+  std::unique_ptr<transport::MemoryRegion> grads_region_;
+  std::vector<ServerRegions> servers_;
+  uint64_t start_clock_ = 0;
+
+  mutable std::mutex mutex_;
+  std::vector<ChunkTrack> chunks_;
+  std::vector<LayerTrack> layers_;
+  Status failure_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopping_{false};
+};
+
+Status ClientImpl::setUp(transport::bootstrap::Store& store, std::span<const TensorSpec> model,
+                         const ChunkLayout& layout, std::vector<Layer> layers, Deadline deadline) {
+  for (const TensorSpec& tensor : model) {
+    tensor_offsets_.push_back(model_bytes_);
+    tensor_elements_.push_back(tensor.elements);
+    model_bytes_ += tensor.elements * sizeof(float);
+  }
+  if (layout.tensorCount() != model.size()) {
+    return makeStatus(StatusCode::kInvalidArgument, "the chunk layout has {} tensors; the model has {}",
+                      layout.tensorCount(), model.size());
+  }
+  // Every tensor in exactly one layer, so every chunk byte has an owner that pushes it.
+  std::vector<int> owner(model.size(), -1);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    for (size_t tensor : layers[l].tensors) {
+      if (tensor >= model.size()) {
+        return makeStatus(StatusCode::kInvalidArgument, "layer '{}' names tensor {} but the model has {}",
+                          layers[l].name, tensor, model.size());
+      }
+      if (owner[tensor] >= 0) {
+        return makeStatus(StatusCode::kInvalidArgument, "tensor '{}' is in layers '{}' and '{}'", model[tensor].name,
+                          layers[static_cast<size_t>(owner[tensor])].name, layers[l].name);
+      }
+      owner[tensor] = static_cast<int>(l);
+    }
+  }
+  for (size_t t = 0; t < model.size(); ++t) {
+    if (owner[t] < 0) return makeStatus(StatusCode::kInvalidArgument, "tensor '{}' is in no layer", model[t].name);
+  }
+
+  std::vector<Shard> shards;
+  for (int s = 0; s < job_.servers; ++s) shards.push_back(Shard::of(layout, s));
+  chunks_.resize(layout.chunks().size());
+  for (const Shard& shard : shards) {
+    for (size_t j = 0; j < shard.chunks.size(); ++j) {
+      ChunkTrack& chunk = chunks_[shard.chunks[j].global];
+      chunk.server = shard.server;
+      chunk.local = static_cast<uint32_t>(j);
+      chunk.model_offset = shard.chunks[j].model_offset;
+      chunk.shard_offset = shard.chunks[j].offset;
+      chunk.slot_offset = static_cast<uint64_t>(worker_) * shard.bytes + shard.chunks[j].offset;
+      chunk.bytes = shard.chunks[j].bytes;
+    }
+  }
+  for (Layer& layer : layers) {
+    LayerTrack track;
+    for (size_t tensor : layer.tensors) {
+      track.ranges.emplace_back(tensor_offsets_[tensor], model[tensor].elements * sizeof(float));
+      for (const TensorPiece& piece : layout.piecesOf(tensor)) track.chunks.push_back(piece.chunk);
+    }
+    std::sort(track.chunks.begin(), track.chunks.end());
+    track.chunks.erase(std::unique(track.chunks.begin(), track.chunks.end()), track.chunks.end());
+    for (uint32_t chunk : track.chunks) ++chunks_[chunk].layers;
+    track.layer = std::move(layer);
+    layers_.push_back(std::move(track));
+  }
+
+  params_.assign(model_bytes_ / sizeof(float), 0.0f);
+  grads_.assign(model_bytes_ / sizeof(float), 0.0f);
+  if (consistency_.mode == Consistency::Mode::kAsync && consistency_.n_push > 1) {
+    accumulated_.assign(grads_.size(), 0.0f);
+  }
+  auto params_region = context_.registerMemory(params_.data(), model_bytes_);
+  if (!params_region) return params_region.status().withContext(fmt::format("worker {}: parameters", worker_));
+  params_region_ = std::move(*params_region);
+  auto grads_region = context_.registerMemory(grads_.data(), model_bytes_);
+  if (!grads_region) return grads_region.status().withContext(fmt::format("worker {}: gradients", worker_));
+  grads_region_ = std::move(*grads_region);
+  POSEIDON_RETURN_IF_ERROR(publishWorkerRegion(store, job_, worker_, *params_region_));
+  auto servers = fetchServerRegions(store, job_, deadline);
+  if (!servers) return servers.status();
+  servers_ = std::move(*servers);
+  auto resume = agreeResumeClock(store, job_, deadline);
+  if (!resume) return resume.status();
+  start_clock_ = *resume;
+  for (ChunkTrack& chunk : chunks_) chunk.pushes = chunk.version = start_clock_;
+  for (LayerTrack& layer : layers_) layer.clock = start_clock_;
+  for (int server = 0; server < job_.servers; ++server) {
+    threads_.emplace_back([this, server] { serverLoop(server); });
+  }
+  return Status::ok();
+}
+
+Status ClientImpl::initialize(Deadline deadline) {
+  if (worker_ != 0 || start_clock_ > 0) return Status::ok();
+  std::vector<RequestPtr> writes;
+  for (const ChunkTrack& chunk : chunks_) {
+    transport::Pair& pair = context_.pair(job_.serverRank(chunk.server));
+    writes.push_back(pair.write(*params_region_, chunk.model_offset, servers_[static_cast<size_t>(chunk.server)].params,
+                                chunk.shard_offset, chunk.bytes,
+                                encodeImm(static_cast<uint8_t>(ToServer::kInit), chunk.local, 0)));
+  }
+  return transport::waitAll(writes, deadline);
+}
+
+RequestPtr ClientImpl::push(size_t layer) {
+  std::lock_guard lock(mutex_);
+  if (layer >= layers_.size()) {
+    return transport::failedRequest("push", makeStatus(StatusCode::kInvalidArgument, "layer {} of {}", layer,
+                                                       layers_.size()));
+  }
+  RequestPtr request = newRequest("push", layer);
+  if (!failure_.isOk()) {
+    request->complete(failure_);
+    return request;
+  }
+  LayerTrack& track = layers_[layer];
+  const uint64_t clock = track.clock++;
+  if (!accumulated_.empty()) {
+    // Downpour's n_push: gradients add up locally and travel every n_push clocks, from the
+    // gradient buffer the trainer already waits on.
+    const bool send = (clock + 1) % consistency_.n_push == 0;
+    for (const auto& [offset, bytes] : track.ranges) {
+      float* grads = grads_.data() + offset / sizeof(float);
+      float* sum = accumulated_.data() + offset / sizeof(float);
+      for (size_t i = 0; i < bytes / sizeof(float); ++i) {
+        if (send) {
+          grads[i] += sum[i];
+          sum[i] = 0.0f;
+        } else {
+          sum[i] += grads[i];
+        }
+      }
+    }
+    if (!send) {
+      request->complete(Status::ok());
+      return request;
+    }
+  }
+  auto op = std::make_shared<Op>();
+  op->request = request;
+  op->remaining = track.chunks.size();
+  for (uint32_t c : track.chunks) {
+    ChunkTrack& chunk = chunks_[c];
+    chunk.push_ops.push_back(op);
+    if (++chunk.push_ready == chunk.layers && !chunk.awaiting_ack) sendPushLocked(c);
+  }
+  return request;
+}
+
+void ClientImpl::sendPushLocked(uint32_t c) {
+  ChunkTrack& chunk = chunks_[c];
+  chunk.push_ready = 0;
+  chunk.awaiting_ack = true;
+  chunk.ack_ops = std::move(chunk.push_ops);
+  chunk.push_ops.clear();
+  ++chunk.pushes;
+  for (const OpPtr& op : chunk.ack_ops) op->bytes += chunk.bytes;
+  transport::Pair& pair = context_.pair(job_.serverRank(chunk.server));
+  // Failures surface as the connection's failure in serverLoop.
+  (void)pair.write(*grads_region_, chunk.model_offset, servers_[static_cast<size_t>(chunk.server)].slots,
+                   chunk.slot_offset, chunk.bytes, encodeImm(static_cast<uint8_t>(ToServer::kPush), chunk.local, 0));
+}
+
+RequestPtr ClientImpl::pull(size_t layer) {
+  std::lock_guard lock(mutex_);
+  if (layer >= layers_.size()) {
+    return transport::failedRequest("pull", makeStatus(StatusCode::kInvalidArgument, "layer {} of {}", layer,
+                                                       layers_.size()));
+  }
+  RequestPtr request = newRequest("pull", layer);
+  if (!failure_.isOk()) {
+    request->complete(failure_);
+    return request;
+  }
+  LayerTrack& track = layers_[layer];
+  if (consistency_.mode == Consistency::Mode::kAsync && track.clock > start_clock_ &&
+      track.clock % consistency_.n_fetch != 0) {
+    request->complete(Status::ok());  // Downpour's n_fetch: keep the parameters we have
+    return request;
+  }
+  auto op = std::make_shared<Op>();
+  op->request = request;
+  op->remaining = track.chunks.size();
+  const uint64_t min_version = consistency_.minVersion(track.clock);
+  for (uint32_t c : track.chunks) {
+    ChunkTrack& chunk = chunks_[c];
+    chunk.pull_ops.push_back(op);
+    chunk.pull_min = std::max(chunk.pull_min, min_version);
+    if (++chunk.pull_ready == chunk.layers) sendPullLocked(c);
+  }
+  return request;
+}
+
+void ClientImpl::sendPullLocked(uint32_t c) {
+  ChunkTrack& chunk = chunks_[c];
+  chunk.pulls.push_back({chunk.pull_min, std::move(chunk.pull_ops)});
+  chunk.pull_ops.clear();
+  chunk.pull_ready = 0;
+  signal(chunk.server, ToServer::kPull, chunk.local, chunk.pull_min);
+  chunk.pull_min = 0;
+}
+
+void ClientImpl::signal(int server, ToServer type, uint32_t chunk, uint64_t value) {
+  (void)context_.pair(job_.serverRank(server))
+      .write(*params_region_, 0, servers_[static_cast<size_t>(server)].params, 0, 0,
+             encodeImm(static_cast<uint8_t>(type), chunk, value));
+}
+
+void ClientImpl::serverLoop(int server) {
+  transport::Pair& pair = context_.pair(job_.serverRank(server));
+  RequestPtr next = pair.recvImm();
+  while (!stopping_.load()) {
+    Status status = next->wait(Deadline::after(kStopPoll));
+    if (status.code() == StatusCode::kTimeout && !next->test()) continue;
+    if (status.isOk()) {
+      const Imm imm = decodeImm(next->imm());
+      next = pair.recvImm();
+      std::lock_guard lock(mutex_);
+      status = handle(server, imm);
+      if (status.isOk()) continue;
+    }
+    if (stopping_.load()) return;
+    std::lock_guard lock(mutex_);
+    failAllLocked(makeStatus(status.code(), "server {} (rank {}): {}", server, job_.serverRank(server),
+                             status.message()));
+    return;
+  }
+}
+
+Status ClientImpl::handle(int server, const Imm& imm) {
+  const uint32_t c = globalChunk(server, imm.chunk);
+  if (c >= chunks_.size()) {
+    return makeStatus(StatusCode::kProtocolError, "named its chunk {} (global {}) but the model has {} chunks",
+                      imm.chunk, c, chunks_.size());
+  }
+  ChunkTrack& chunk = chunks_[c];
+  switch (static_cast<ToWorker>(imm.type)) {
+    case ToWorker::kAck: {
+      if (!chunk.awaiting_ack) return makeStatus(StatusCode::kProtocolError, "acknowledged chunk {} unasked", c);
+      chunk.awaiting_ack = false;
+      for (const OpPtr& op : chunk.ack_ops) finishOne(op);
+      chunk.ack_ops.clear();
+      chunk.blocker = -1;
+      if (chunk.push_ready == chunk.layers && chunk.layers > 0) sendPushLocked(c);
+      return Status::ok();
+    }
+    case ToWorker::kParams: {
+      if (chunk.pulls.empty()) return makeStatus(StatusCode::kProtocolError, "sent chunk {} unasked", c);
+      PullInFlight pull = std::move(chunk.pulls.front());
+      chunk.pulls.pop_front();
+      const uint64_t version = widenAtMost(chunk.pushes, imm.value);
+      if (consistency_.mode != Consistency::Mode::kAsync && (version < pull.min_version || version > chunk.pushes)) {
+        return makeStatus(StatusCode::kProtocolError, "sent chunk {} at version {} (low bits) for a pull of >= {}", c,
+                          imm.value, pull.min_version);
+      }
+      chunk.version = version;
+      chunk.blocker = -1;
+      for (const OpPtr& op : pull.ops) {
+        op->bytes += chunk.bytes;
+        finishOne(op);
+      }
+      return Status::ok();
+    }
+    case ToWorker::kBlocked:
+      chunk.blocker = static_cast<int>(imm.value);
+      return Status::ok();
+    case ToWorker::kWorkerFailed:
+      failAllLocked(makeStatus(StatusCode::kConnectionError, "worker {} (rank {}) is gone, reported by server {}",
+                               imm.value, job_.workerRank(static_cast<int>(imm.value)), server));
+      return Status::ok();
+  }
+  return makeStatus(StatusCode::kProtocolError, "sent immediate type {} (expected 0..3)", imm.type);
+}
+
+void ClientImpl::failAllLocked(const Status& status) {
+  if (failure_.isOk()) failure_ = status;
+  for (ChunkTrack& chunk : chunks_) {
+    for (auto* ops : {&chunk.push_ops, &chunk.ack_ops, &chunk.pull_ops}) {
+      for (const OpPtr& op : *ops) op->request->complete(failure_);
+      ops->clear();
+    }
+    for (PullInFlight& pull : chunk.pulls) {
+      for (const OpPtr& op : pull.ops) op->request->complete(failure_);
+    }
+    chunk.pulls.clear();
+  }
+}
+
+Status ClientImpl::wait(const RequestPtr& request, Deadline deadline) {
+  Status status = request->wait(deadline);
+  if (status.code() != StatusCode::kTimeout || request->test()) return status;
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> waits;
+  for (size_t c = 0; c < chunks_.size() && waits.size() < 4; ++c) {
+    const ChunkTrack& chunk = chunks_[c];
+    if (!chunk.pulls.empty()) {
+      waits.push_back(chunk.blocker >= 0 ? fmt::format("chunk {} on server {} waits for worker {}", c, chunk.server,
+                                                       chunk.blocker)
+                                         : fmt::format("chunk {} on server {} not answered", c, chunk.server));
+    } else if (chunk.awaiting_ack) {
+      waits.push_back(fmt::format("chunk {} on server {} not acknowledged", c, chunk.server));
+    } else if (chunk.push_ready > 0 || chunk.pull_ready > 0) {
+      waits.push_back(fmt::format("chunk {} waits for its other layers to call", c));
+    }
+  }
+  return makeStatus(StatusCode::kTimeout, "{}: {}", status.message(),
+                    waits.empty() ? std::string("nothing pending") : fmt::format("{}", fmt::join(waits, "; ")));
+}
+
+uint64_t ClientImpl::version(size_t layer) const {
+  std::lock_guard lock(mutex_);
+  uint64_t lowest = UINT64_MAX;
+  for (uint32_t c : layers_.at(layer).chunks) lowest = std::min(lowest, chunks_[c].version);
+  return lowest == UINT64_MAX ? 0 : lowest;
+}
+
+Status ClientImpl::requestCheckpoint(uint64_t clock) {
+  std::lock_guard lock(mutex_);
+  if (!failure_.isOk()) return failure_;
+  for (int server = 0; server < job_.servers; ++server) signal(server, ToServer::kCheckpoint, 0, clock);
+  return Status::ok();
+}
+
+Status ClientImpl::finish(Deadline deadline) {
+  std::vector<RequestPtr> pending;
+  {
+    std::lock_guard lock(mutex_);
+    if (!failure_.isOk()) return failure_;
+    for (const ChunkTrack& chunk : chunks_) {
+      for (const OpPtr& op : chunk.ack_ops) pending.push_back(op->request);
+      for (const PullInFlight& pull : chunk.pulls) {
+        for (const OpPtr& op : pull.ops) pending.push_back(op->request);
+      }
+    }
+  }
+  POSEIDON_RETURN_IF_ERROR(transport::waitAll(pending, deadline));
+  std::vector<RequestPtr> byes;
+  for (int server = 0; server < job_.servers; ++server) {
+    byes.push_back(context_.pair(job_.serverRank(server))
+                       .write(*params_region_, 0, servers_[static_cast<size_t>(server)].params, 0, 0,
+                              encodeImm(static_cast<uint8_t>(ToServer::kBye), 0, 0)));
+  }
+  POSEIDON_RETURN_IF_ERROR(transport::waitAll(byes, deadline));
+  stopping_.store(true);
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Client>> Client::start(transport::Context& context, transport::bootstrap::Store& store,
+                                              std::span<const TensorSpec> model, const ChunkLayout& layout,
+                                              std::vector<Layer> layers, const PsJob& job,
+                                              const Consistency& consistency, Deadline deadline) {
+  POSEIDON_RETURN_IF_ERROR(job.validate(context));
+  POSEIDON_RETURN_IF_ERROR(consistency.validate());
+  if (context.rank() >= job.workers) {
+    return makeStatus(StatusCode::kInvalidArgument, "rank {} is not a worker rank of the PS job ({} workers)",
+                      context.rank(), job.workers);
+  }
+  auto client = std::make_unique<ClientImpl>(context, job, consistency);
+  POSEIDON_RETURN_IF_ERROR(client->setUp(store, model, layout, std::move(layers), deadline));
+  return std::unique_ptr<Client>(std::move(client));
+}
+
+}  // namespace poseidon::ps

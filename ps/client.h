@@ -1,0 +1,78 @@
+// Client: a worker's side of the parameter server.
+//
+// The model lives in two registered buffers laid out like the chunk layout (tensors back to
+// back): parameters() and gradients(). The trainer computes in them directly: a pull lands the
+// servers' chunks straight in parameters(), a push writes gradients() straight into the servers'
+// slots (one-sided writes, no copies). Calls are non-blocking and per layer, so a trainer can
+// push a layer's gradient the moment backprop produced it and pull it back while the layers
+// below still compute (WFBP).
+//
+// A chunk can hold the end of one layer and the start of the next; it travels once every layer
+// in it has pushed (or pulled) for the clock, so a request may complete only after the
+// neighbouring layer's call. Each layer's clock counts its pushes; pull(layer) asks for the
+// version its clock needs under the job's consistency model.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ps/chunk_layout.h"
+#include "ps/consistency.h"
+#include "ps/job.h"
+#include "transport/bootstrap/store.h"
+#include "transport/context.h"
+#include "transport/request.h"
+
+namespace poseidon::ps {
+
+// A unit of synchronisation: the tensors (indices into the model) one backprop step produces.
+struct Layer {
+  std::string name;
+  std::vector<size_t> tensors;
+};
+
+class Client {
+ public:
+  // Registers the buffers, publishes them and learns the servers'; every tensor must belong to
+  // exactly one layer. `context` must be connected and outlive the client.
+  static transport::Result<std::unique_ptr<Client>> start(transport::Context& context,
+                                                          transport::bootstrap::Store& store,
+                                                          std::span<const TensorSpec> model, const ChunkLayout& layout,
+                                                          std::vector<Layer> layers, const PsJob& job,
+                                                          const Consistency& consistency,
+                                                          transport::Deadline deadline);
+  virtual ~Client() = default;
+
+  virtual std::span<float> parameters(size_t tensor) = 0;
+  virtual std::span<float> gradients(size_t tensor) = 0;
+  virtual std::span<float> allParameters() = 0;
+
+  // The clock the job resumed from (0 on a fresh start); every layer's clock starts there.
+  virtual uint64_t startClock() const = 0;
+  // Worker 0 on a fresh start sends parameters() as the initial model; elsewhere a no-op.
+  virtual transport::Status initialize(transport::Deadline deadline) = 0;
+
+  // Sends the layer's gradients for its current clock and advances the clock. Completes when
+  // the servers applied them (BSP: aggregated with every worker's); gradients() of the layer
+  // must not change before. Async with n_push > 1 accumulates and sends every n_push clocks.
+  virtual transport::RequestPtr push(size_t layer) = 0;
+  // Fetches the layer's parameters at the version its clock needs (BSP: all pushes of earlier
+  // clocks applied; SSP(s): clock - s; async: whatever is there, every n_fetch clocks).
+  virtual transport::RequestPtr pull(size_t layer) = 0;
+  // request->wait(deadline), but a timeout names what the servers said they wait for.
+  virtual transport::Status wait(const transport::RequestPtr& request, transport::Deadline deadline) = 0;
+
+  virtual uint64_t clock(size_t layer) const = 0;
+  // Lowest version among the layer's chunks as last received.
+  virtual uint64_t version(size_t layer) const = 0;
+  virtual size_t layerCount() const = 0;
+
+  // Asks every server to checkpoint at `clock` (or the first clock none of its chunks passed).
+  virtual transport::Status requestCheckpoint(uint64_t clock) = 0;
+  // Tells every server this worker is done; waits for outstanding requests first.
+  virtual transport::Status finish(transport::Deadline deadline) = 0;
+};
+
+}  // namespace poseidon::ps

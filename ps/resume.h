@@ -1,0 +1,22 @@
+// Resume: which clock a restarted job continues from.
+//
+// A job is resumable at clock T only when every server has a complete checkpoint of T (a server
+// killed while writing T + 1 still has T). Each server publishes the clocks it has; servers and
+// workers alike take the newest clock common to all (0: start fresh).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ps/job.h"
+#include "transport/bootstrap/store.h"
+
+namespace poseidon::ps {
+
+transport::Status publishCheckpointClocks(transport::bootstrap::Store& store, const PsJob& job, int server,
+                                          const std::vector<uint64_t>& clocks);
+
+transport::Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job,
+                                             transport::Deadline deadline);
+
+}  // namespace poseidon::ps

@@ -1,0 +1,490 @@
+#include "ps/server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <spdlog/spdlog.h>
+#include <thread>
+#include <vector>
+
+#include "kernels/chunk_update.h"
+#include "ps/checkpointer.h"
+#include "ps/imm_code.h"
+#include "ps/region_exchange.h"
+#include "ps/resume.h"
+#include "ps/shard.h"
+
+namespace poseidon::ps {
+
+using transport::Deadline;
+using transport::makeStatus;
+using transport::RemoteDescriptor;
+using transport::RequestPtr;
+using transport::Result;
+using transport::Status;
+using transport::StatusCode;
+
+namespace {
+
+// How long a worker thread sleeps in one wait before it looks whether the server is stopping.
+constexpr auto kStopPoll = std::chrono::milliseconds(200);
+// A parameter write still reading a chunk must finish before the chunk changes; a write that
+// cannot finish in this time belongs to a broken connection, which that worker's thread reports.
+constexpr auto kInFlightWait = std::chrono::seconds(60);
+
+struct PendingPull {
+  int worker = 0;
+  uint64_t min_version = 0;
+};
+
+struct ChunkState {
+  std::mutex mutex;
+  bool initialized = false;
+  uint64_t version = 0;            // BSP/SSP: every worker's pushes of clocks < version applied
+  uint64_t steps = 0;              // optimizer steps applied
+  std::vector<uint64_t> pushed;    // per worker: pushes received
+  std::vector<uint64_t> applied;   // per worker: pushes applied
+  int arrived = 0;                 // BSP: pushes of clock `version` waiting in the slots
+  std::vector<PendingPull> pulls;  // not yet answerable
+  std::vector<RequestPtr> in_flight;  // parameter writes reading this chunk
+};
+
+enum class WorkerState : uint8_t { kActive, kDone, kFailed };
+
+class ServerImpl final : public Server {
+ public:
+  ServerImpl(transport::Context& context, const ChunkLayout& layout, const PsJob& job, const ServerOptions& options,
+             int server)
+      : context_(context),
+        job_(job),
+        options_(options),
+        server_(server),
+        chunk_bytes_(layout.chunkBytes()),
+        shard_(Shard::of(layout, server)),
+        chunks_(shard_.chunks.size()),
+        workers_(static_cast<size_t>(job.workers)) {
+    for (ChunkState& chunk : chunks_) {
+      chunk.pushed.assign(static_cast<size_t>(job.workers), 0);
+      chunk.applied.assign(static_cast<size_t>(job.workers), 0);
+    }
+    for (auto& state : workers_) state.store(WorkerState::kActive);
+    if (options_.average) options_.optimizer.grad_scale = 1.0f / static_cast<float>(job.workers);
+  }
+
+  ~ServerImpl() override {
+    stopping_.store(true);
+    for (std::thread& thread : threads_) thread.join();
+    checkpointer_.reset();
+  }
+
+  Status setUp(transport::bootstrap::Store& store, std::span<const TensorSpec> model, Deadline deadline);
+
+  Status waitUntilDone(Deadline deadline) override {
+    std::unique_lock lock(done_mutex_);
+    const auto finished = [&] { return running_workers_ == 0; };
+    if (deadline.isNever()) {
+      done_cv_.wait(lock, finished);
+    } else if (!done_cv_.wait_until(lock, deadline.at(), finished)) {
+      std::vector<int> left;
+      for (int w = 0; w < job_.workers; ++w) {
+        if (workers_[static_cast<size_t>(w)].load() == WorkerState::kActive) left.push_back(w);
+      }
+      return makeStatus(StatusCode::kTimeout, "server {}: workers {} still connected at the deadline", server_,
+                        fmt::join(left, ", "));
+    }
+    if (!failure_.isOk()) return failure_;
+    if (checkpointer_) return checkpointer_->flush();
+    return Status::ok();
+  }
+
+  uint64_t resumedClock() const override { return resumed_clock_; }
+
+  uint64_t version() const override {
+    uint64_t lowest = UINT64_MAX;
+    for (ChunkState& chunk : chunks_) {
+      std::lock_guard lock(chunk.mutex);
+      lowest = std::min(lowest, chunk.version);
+    }
+    return chunks_.empty() ? 0 : lowest;
+  }
+
+  std::span<const float> parameters() const override { return params_; }
+
+  ServerStats stats() const override {
+    return {bytes_pushed_.load(), bytes_pulled_.load(), updates_.load()};
+  }
+
+ private:
+  void workerLoop(int worker);
+  Status handle(int worker, const Imm& imm);
+  Status onPush(int worker, uint32_t index);
+  Status onPull(int worker, uint32_t index, uint32_t low);
+  Status onInit(int worker, uint32_t index);
+  void onCheckpointRequest(uint32_t low);
+  void onWorkerGone(int worker, const Status& why);
+  void finishWorker(int worker, WorkerState state);
+
+  void applyLocked(uint32_t index, ChunkState& chunk, std::span<const float* const> gradients);
+  uint64_t versionOf(const ChunkState& chunk) const;
+  void publishLocked(uint32_t index, ChunkState& chunk);
+  void sendParamsLocked(uint32_t index, ChunkState& chunk, int worker);
+  void notify(int worker, ToWorker type, uint32_t chunk, uint64_t value);
+  int blockerLocked(const ChunkState& chunk, uint64_t min_version) const;
+  const float* slot(int worker, uint32_t index) const {
+    return slots_.data() + static_cast<size_t>(worker) * (shard_.bytes / sizeof(float)) +
+           shard_.chunks[index].offset / sizeof(float);
+  }
+  size_t firstElement(uint32_t index) const { return shard_.chunks[index].offset / sizeof(float); }
+  bool live(int worker) const { return workers_[static_cast<size_t>(worker)].load() == WorkerState::kActive; }
+
+  transport::Context& context_;
+  const PsJob job_;
+  ServerOptions options_;
+  const int server_;
+  const uint64_t chunk_bytes_;
+  const Shard shard_;
+  mutable std::vector<ChunkState> chunks_;
+  std::vector<std::atomic<WorkerState>> workers_;
+
+  std::vector<float> params_;
+  std::vector<float> slots_;
+  std::vector<float> state0_;
+  std::vector<float> state1_;
+  std::unique_ptr<transport::MemoryRegion> params_region_;
+  std::unique_ptr<transport::MemoryRegion> slots_region_;
+  std::vector<RemoteDescriptor> worker_params_;
+  std::unique_ptr<Checkpointer> checkpointer_;
+  uint64_t resumed_clock_ = 0;
+
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopping_{false};
+  std::mutex done_mutex_;
+  std::condition_variable done_cv_;
+  int running_workers_ = 0;
+  Status failure_;
+
+  std::atomic<uint64_t> bytes_pushed_{0};
+  std::atomic<uint64_t> bytes_pulled_{0};
+  std::atomic<uint64_t> updates_{0};
+};
+
+Status ServerImpl::setUp(transport::bootstrap::Store& store, std::span<const TensorSpec> model, Deadline deadline) {
+  if (shard_.chunks.size() > kMaxChunksPerServer) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "server {} would hold {} chunks; the protocol allows {} per server (use bigger chunks or "
+                      "more servers)",
+                      server_, shard_.chunks.size(), kMaxChunksPerServer);
+  }
+  const size_t elements = shard_.bytes / sizeof(float);
+  params_.assign(elements, 0.0f);
+  slots_.assign(elements * static_cast<size_t>(job_.workers), 0.0f);
+  const int words = options_.optimizer.stateWords();
+  if (words >= 1) state0_.assign(elements, options_.optimizer.stateInitialValue(0));
+  if (words >= 2) state1_.assign(elements, options_.optimizer.stateInitialValue(1));
+
+  // An empty shard (more servers than chunks) still registers one float so descriptors exist.
+  if (params_.empty()) params_.resize(1);
+  if (slots_.empty()) slots_.resize(1);
+  auto params_region = context_.registerMemory(params_.data(), params_.size() * sizeof(float));
+  if (!params_region) return params_region.status().withContext(fmt::format("server {}: parameters", server_));
+  params_region_ = std::move(*params_region);
+  auto slots_region = context_.registerMemory(slots_.data(), slots_.size() * sizeof(float));
+  if (!slots_region) return slots_region.status().withContext(fmt::format("server {}: gradient slots", server_));
+  slots_region_ = std::move(*slots_region);
+
+  CheckpointIdentity identity;
+  identity.server = static_cast<uint32_t>(server_);
+  identity.servers = static_cast<uint32_t>(job_.servers);
+  identity.workers = static_cast<uint32_t>(job_.workers);
+  identity.chunk_bytes = chunk_bytes_;
+  identity.model_fingerprint = modelFingerprint(model);
+  identity.chunks = static_cast<uint32_t>(shard_.chunks.size());
+  identity.elements = elements;
+  identity.state_words = static_cast<uint32_t>(words);
+  identity.optimizer = options_.optimizer.canonical();
+  identity.consistency = options_.consistency.canonical();
+
+  const bool checkpoints = !options_.checkpoint_dir.empty();
+  POSEIDON_RETURN_IF_ERROR(publishCheckpointClocks(
+      store, job_, server_,
+      checkpoints && options_.resume ? listCheckpoints(options_.checkpoint_dir, identity.server)
+                                     : std::vector<uint64_t>{}));
+  POSEIDON_RETURN_IF_ERROR(publishServerRegions(store, job_, server_, *params_region_, *slots_region_));
+  auto resume = agreeResumeClock(store, job_, deadline);
+  if (!resume) return resume.status();
+  resumed_clock_ = *resume;
+  if (resumed_clock_ > 0) {
+    CheckpointData data;
+    data.params = std::span<float>(params_.data(), elements);
+    data.state0 = state0_;
+    data.state1 = state1_;
+    POSEIDON_RETURN_IF_ERROR(loadCheckpoint(options_.checkpoint_dir, identity, resumed_clock_, data));
+    for (size_t j = 0; j < chunks_.size(); ++j) {
+      ChunkState& chunk = chunks_[j];
+      chunk.initialized = true;
+      chunk.version = resumed_clock_;
+      chunk.steps = data.chunk_steps[j];
+      for (size_t w = 0; w < chunk.applied.size(); ++w) {
+        chunk.applied[w] = chunk.pushed[w] = data.applied[j * chunk.applied.size() + w];
+      }
+    }
+    spdlog::info("server {}: resumed from clock {}", server_, resumed_clock_);
+  }
+  if (checkpoints) {
+    checkpointer_ = std::make_unique<Checkpointer>(options_.checkpoint_dir, identity, shard_,
+                                                   options_.checkpoint_every, options_.checkpoint_keep,
+                                                   resumed_clock_);
+  }
+  auto descriptors = fetchWorkerRegions(store, job_, deadline);
+  if (!descriptors) return descriptors.status();
+  worker_params_ = std::move(*descriptors);
+
+  running_workers_ = job_.workers;
+  for (int worker = 0; worker < job_.workers; ++worker) {
+    threads_.emplace_back([this, worker] { workerLoop(worker); });
+  }
+  return Status::ok();
+}
+
+void ServerImpl::workerLoop(int worker) {
+  transport::Pair& pair = context_.pair(job_.workerRank(worker));
+  RequestPtr next = pair.recvImm();
+  while (!stopping_.load()) {
+    Status status = next->wait(Deadline::after(kStopPoll));
+    if (status.code() == StatusCode::kTimeout && !next->test()) continue;
+    if (!status.isOk()) {
+      onWorkerGone(worker, status);
+      return;
+    }
+    const Imm imm = decodeImm(next->imm());
+    if (imm.type == static_cast<uint8_t>(ToServer::kBye)) {
+      finishWorker(worker, WorkerState::kDone);
+      return;
+    }
+    next = pair.recvImm();  // posted before the work so the backend can queue the next one
+    status = handle(worker, imm);
+    if (!status.isOk()) {
+      onWorkerGone(worker, status);
+      return;
+    }
+  }
+}
+
+Status ServerImpl::handle(int worker, const Imm& imm) {
+  if (imm.chunk >= chunks_.size() && imm.type != static_cast<uint8_t>(ToServer::kCheckpoint)) {
+    return makeStatus(StatusCode::kProtocolError, "worker {} named chunk {} but server {} holds {} chunks", worker,
+                      imm.chunk, server_, chunks_.size());
+  }
+  switch (static_cast<ToServer>(imm.type)) {
+    case ToServer::kPush: return onPush(worker, imm.chunk);
+    case ToServer::kPull: return onPull(worker, imm.chunk, imm.value);
+    case ToServer::kInit: return onInit(worker, imm.chunk);
+    case ToServer::kCheckpoint: onCheckpointRequest(imm.value); return Status::ok();
+    case ToServer::kBye: break;
+  }
+  return makeStatus(StatusCode::kProtocolError, "worker {} sent immediate type {} (expected 0..4)", worker, imm.type);
+}
+
+Status ServerImpl::onPush(int worker, uint32_t index) {
+  ChunkState& chunk = chunks_[index];
+  std::lock_guard lock(chunk.mutex);
+  const size_t w = static_cast<size_t>(worker);
+  bytes_pushed_.fetch_add(shard_.chunks[index].bytes, std::memory_order_relaxed);
+  if (!chunk.initialized) {
+    return makeStatus(StatusCode::kProtocolError, "worker {} pushed chunk {} of server {} before it was initialised",
+                      worker, shard_.chunks[index].global, server_);
+  }
+  if (options_.consistency.mode != Consistency::Mode::kBsp) {
+    ++chunk.pushed[w];
+    const float* gradient = slot(worker, index);
+    applyLocked(index, chunk, std::span<const float* const>(&gradient, 1));
+    ++chunk.applied[w];
+    notify(worker, ToWorker::kAck, index, 0);
+    publishLocked(index, chunk);
+    return Status::ok();
+  }
+  // BSP: at most one push per worker per chunk is outstanding (the next waits for the ack).
+  if (chunk.pushed[w] != chunk.version) {
+    return makeStatus(StatusCode::kProtocolError,
+                      "worker {} pushed chunk {} for clock {} while server {} is at clock {}: a push before the "
+                      "previous one was acknowledged",
+                      worker, shard_.chunks[index].global, chunk.pushed[w], server_, chunk.version);
+  }
+  ++chunk.pushed[w];
+  if (++chunk.arrived < job_.workers) return Status::ok();
+  thread_local std::vector<const float*> gradients;
+  gradients.clear();
+  for (int p = 0; p < job_.workers; ++p) gradients.push_back(slot(p, index));
+  applyLocked(index, chunk, gradients);
+  chunk.arrived = 0;
+  for (int p = 0; p < job_.workers; ++p) {
+    ++chunk.applied[static_cast<size_t>(p)];
+    if (live(p)) notify(p, ToWorker::kAck, index, 0);
+  }
+  publishLocked(index, chunk);
+  return Status::ok();
+}
+
+void ServerImpl::applyLocked(uint32_t index, ChunkState& chunk, std::span<const float* const> gradients) {
+  // Parameter writes still reading this chunk must finish before it changes under them.
+  for (const RequestPtr& write : chunk.in_flight) (void)write->wait(Deadline::after(kInFlightWait));
+  chunk.in_flight.clear();
+  const size_t first = firstElement(index);
+  kernels::ChunkUpdate update;
+  update.params = params_.data() + first;
+  update.state0 = state0_.empty() ? nullptr : state0_.data() + first;
+  update.state1 = state1_.empty() ? nullptr : state1_.data() + first;
+  update.count = shard_.chunks[index].bytes / sizeof(float);
+  update.gradients = gradients;
+  update.step = options_.optimizer.stepFor(chunk.steps);
+  kernels::chunkUpdateCpu(update);
+  ++chunk.steps;
+  updates_.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t ServerImpl::versionOf(const ChunkState& chunk) const {
+  uint64_t lowest = UINT64_MAX;
+  for (int w = 0; w < job_.workers; ++w) {
+    // Async goes on without workers that left or died; BSP and SSP fail instead (onWorkerGone).
+    if (options_.consistency.mode == Consistency::Mode::kAsync && !live(w)) continue;
+    lowest = std::min(lowest, chunk.applied[static_cast<size_t>(w)]);
+  }
+  return lowest == UINT64_MAX ? chunk.version : std::max(lowest, chunk.version);
+}
+
+void ServerImpl::publishLocked(uint32_t index, ChunkState& chunk) {
+  const uint64_t version = versionOf(chunk);
+  if (version != chunk.version) {
+    chunk.version = version;
+    if (checkpointer_) {
+      const size_t first = firstElement(index);
+      checkpointer_->onVersion(index, version, chunk.steps, chunk.applied, params_.data() + first,
+                               state0_.empty() ? nullptr : state0_.data() + first,
+                               state1_.empty() ? nullptr : state1_.data() + first);
+    }
+  }
+  const bool async = options_.consistency.mode == Consistency::Mode::kAsync;
+  auto answered = [&](const PendingPull& pull) {
+    if (!chunk.initialized || (!async && chunk.version < pull.min_version)) return false;
+    if (live(pull.worker)) sendParamsLocked(index, chunk, pull.worker);
+    return true;
+  };
+  chunk.pulls.erase(std::remove_if(chunk.pulls.begin(), chunk.pulls.end(), answered), chunk.pulls.end());
+}
+
+Status ServerImpl::onPull(int worker, uint32_t index, uint32_t low) {
+  ChunkState& chunk = chunks_[index];
+  std::lock_guard lock(chunk.mutex);
+  // A worker asks at most for the version its own pushes make possible.
+  const uint64_t min_version = widenAtMost(chunk.pushed[static_cast<size_t>(worker)], low);
+  const bool async = options_.consistency.mode == Consistency::Mode::kAsync;
+  if (chunk.initialized && (async || chunk.version >= min_version)) {
+    sendParamsLocked(index, chunk, worker);
+    return Status::ok();
+  }
+  chunk.pulls.push_back({worker, min_version});
+  notify(worker, ToWorker::kBlocked, index, static_cast<uint64_t>(blockerLocked(chunk, min_version)));
+  return Status::ok();
+}
+
+int ServerImpl::blockerLocked(const ChunkState& chunk, uint64_t min_version) const {
+  if (!chunk.initialized) return 0;  // worker 0 initialises
+  for (int w = 0; w < job_.workers; ++w) {
+    const size_t i = static_cast<size_t>(w);
+    // BSP waits for pushes, SSP for applied updates; the lowest rank behind is named.
+    const uint64_t done = options_.consistency.mode == Consistency::Mode::kBsp ? chunk.pushed[i] : chunk.applied[i];
+    if (done < min_version) return w;
+  }
+  return 0;
+}
+
+Status ServerImpl::onInit(int worker, uint32_t index) {
+  ChunkState& chunk = chunks_[index];
+  std::lock_guard lock(chunk.mutex);
+  if (worker != 0 || chunk.initialized) {
+    return makeStatus(StatusCode::kProtocolError,
+                      "worker {} initialised chunk {} of server {} (only worker 0 does, once, on a fresh start)",
+                      worker, shard_.chunks[index].global, server_);
+  }
+  chunk.initialized = true;
+  publishLocked(index, chunk);
+  return Status::ok();
+}
+
+void ServerImpl::onCheckpointRequest(uint32_t low) {
+  if (!checkpointer_) {
+    spdlog::warn("server {}: a checkpoint was requested but no checkpoint directory is set", server_);
+    return;
+  }
+  checkpointer_->request(widenAtLeast(version(), low));
+}
+
+void ServerImpl::sendParamsLocked(uint32_t index, ChunkState& chunk, int worker) {
+  const ShardChunk& where = shard_.chunks[index];
+  transport::Pair& pair = context_.pair(job_.workerRank(worker));
+  chunk.in_flight.push_back(pair.write(*params_region_, where.offset, worker_params_[static_cast<size_t>(worker)],
+                                       where.model_offset, where.bytes,
+                                       encodeImm(static_cast<uint8_t>(ToWorker::kParams), index, chunk.version)));
+  bytes_pulled_.fetch_add(where.bytes, std::memory_order_relaxed);
+}
+
+void ServerImpl::notify(int worker, ToWorker type, uint32_t chunk, uint64_t value) {
+  // An empty write: only the immediate travels. A failure shows up in that worker's thread.
+  (void)context_.pair(job_.workerRank(worker))
+      .write(*params_region_, 0, worker_params_[static_cast<size_t>(worker)], 0, 0,
+             encodeImm(static_cast<uint8_t>(type), chunk, value));
+}
+
+void ServerImpl::onWorkerGone(int worker, const Status& why) {
+  if (stopping_.load()) return;
+  const Status status = makeStatus(StatusCode::kConnectionError, "server {}: worker {} (rank {}) is gone: {}", server_,
+                                   worker, job_.workerRank(worker), why.toString());
+  finishWorker(worker, WorkerState::kFailed);
+  if (options_.consistency.mode == Consistency::Mode::kAsync) {
+    spdlog::warn("{}; async training goes on without it", status.toString());
+    for (uint32_t j = 0; j < chunks_.size(); ++j) {
+      std::lock_guard lock(chunks_[j].mutex);
+      publishLocked(j, chunks_[j]);
+    }
+    return;
+  }
+  spdlog::error("{}", status.toString());
+  {
+    std::lock_guard lock(done_mutex_);
+    if (failure_.isOk()) failure_ = status;
+  }
+  for (int w = 0; w < job_.workers; ++w) {
+    if (live(w)) notify(w, ToWorker::kWorkerFailed, 0, static_cast<uint64_t>(worker));
+  }
+}
+
+void ServerImpl::finishWorker(int worker, WorkerState state) {
+  workers_[static_cast<size_t>(worker)].store(state);
+  std::lock_guard lock(done_mutex_);
+  --running_workers_;
+  done_cv_.notify_all();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::start(transport::Context& context, transport::bootstrap::Store& store,
+                                              std::span<const TensorSpec> model, const ChunkLayout& layout,
+                                              const PsJob& job, const ServerOptions& options, Deadline deadline) {
+  POSEIDON_RETURN_IF_ERROR(job.validate(context));
+  POSEIDON_RETURN_IF_ERROR(options.optimizer.validate());
+  POSEIDON_RETURN_IF_ERROR(options.consistency.validate());
+  if (!job.isServerRank(context.rank())) {
+    return makeStatus(StatusCode::kInvalidArgument, "rank {} is not a server rank of the PS job ({} workers, {} servers)",
+                      context.rank(), job.workers, job.servers);
+  }
+  if (layout.servers() != job.servers) {
+    return makeStatus(StatusCode::kInvalidArgument, "the chunk layout is for {} servers; the job has {}",
+                      layout.servers(), job.servers);
+  }
+  auto server = std::make_unique<ServerImpl>(context, layout, job, options, context.rank() - job.workers);
+  POSEIDON_RETURN_IF_ERROR(server->setUp(store, model, deadline));
+  return std::unique_ptr<Server>(std::move(server));
+}
+
+}  // namespace poseidon::ps

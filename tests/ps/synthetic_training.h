@@ -1,0 +1,41 @@
+// Synthetic data-parallel training for the parameter-server tests: a small model whose tensors
+// cross chunk boundaries, a gradient that depends on the worker, the clock and the parameters
+// (so any parameter difference shows up in later steps), a worker loop that drives a Client in a
+// shuffled layer order, and the single-process reference the PS must match bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/chunk_update.h"
+#include "ps/chunk_layout.h"
+#include "ps/client.h"
+#include "ps/optimizer.h"
+
+namespace poseidon::testing {
+
+// Tensors of odd sizes; with 4 KiB chunks several layers share chunks and one spans many.
+std::vector<ps::TensorSpec> syntheticModel();
+// One layer per tensor pair (weight + bias).
+std::vector<ps::Layer> syntheticLayers(const std::vector<ps::TensorSpec>& model);
+void initialParameters(std::span<float> params);
+// Worker `worker`'s gradient at `clock` from the parameters it holds.
+void syntheticGradient(int worker, uint64_t clock, std::span<const float> params, std::span<float> grads);
+
+struct WorkerRun {
+  int worker = 0;
+  uint64_t clocks = 0;       // run until every layer's clock reaches this
+  uint32_t shuffle_seed = 0; // varies layer order and small delays between calls
+  bool finish = true;        // say goodbye to the servers at the end
+};
+// Trains with `client` (already started) from its start clock up to run.clocks; pulls the final
+// parameters. Returns the first failure.
+transport::Status trainWorker(ps::Client& client, const WorkerRun& run, transport::Deadline deadline);
+
+// The reference: `workers` gradients per clock summed in rank order, one optimizer step over the
+// whole model with grad_scale 1/workers when averaging.
+std::vector<float> referenceTraining(const ps::OptimizerConfig& optimizer, int workers, uint64_t clocks,
+                                     bool average = true);
+
+}  // namespace poseidon::testing
