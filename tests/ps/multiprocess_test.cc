@@ -1,0 +1,110 @@
+// The parameter server across processes: a server killed with SIGKILL and restarted from its
+// checkpoint ends bit-identical to an uninterrupted run; a worker killed under BSP makes the
+// others fail promptly naming it, and under async they go on.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "ps/checkpoint.h"
+#include "tests/ps/synthetic_training.h"
+#include "tests/support/mesh.h"
+#include "tests/ps/ps_job_launch.h"
+#include "tests/support/process.h"
+
+namespace poseidon::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(PsMultiprocess, ServerKilledAndRestartedFromCheckpointEndsBitIdentical) {
+  TempDir dir;
+  JobSpec job;
+  job.clocks = 60;
+  job.checkpoint_dir = dir.path() + "/checkpoints";
+  job.checkpoint_every = 10;
+  job.clock_delay_ms = 15;  // long enough to kill the server mid-run
+  auto first = launchJob(PS_PEER_BINARY, job, dir.path(), "first");
+  // Kill server 1 (rank 3) with SIGKILL once its checkpoint of clock 20 is complete.
+  const std::string checkpoint = ps::checkpointPath(job.checkpoint_dir, 1, 20);
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  struct stat info {};
+  while (stat(checkpoint.c_str(), &info) != 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(stat(checkpoint.c_str(), &info), 0) << "no checkpoint " << checkpoint << "\n"
+                                                << read_file(dir.path() + "/log-first-3");
+  EXPECT_EQ(first[3]->stop(SIGKILL), 128 + SIGKILL);
+  // The workers notice and fail, naming the server.
+  for (int w = 0; w < job.workers; ++w) {
+    EXPECT_EQ(waitExit(*first[static_cast<size_t>(w)], 20s), 1);
+    EXPECT_NE(read_file(dir.path() + "/log-first-" + std::to_string(w)).find("server 1 (rank 3)"), std::string::npos)
+        << read_file(dir.path() + "/log-first-" + std::to_string(w));
+  }
+  for (auto& rank : first) rank->stop(SIGKILL);
+  ASSERT_FALSE(std::ifstream(dir.path() + "/params-first-0").good()) << "the first run was not interrupted";
+
+  job.resume = true;
+  job.clock_delay_ms = 0;
+  auto second = launchJob(PS_PEER_BINARY, job, dir.path(), "second");
+  for (size_t r = 0; r < second.size(); ++r) {
+    ASSERT_EQ(waitExit(*second[r], 60s), 0) << "rank " << r << "\n"
+                                            << read_file(dir.path() + "/log-second-" + std::to_string(r));
+  }
+  const std::string log = read_file(dir.path() + "/log-second-0");
+  EXPECT_EQ(log.find("starts at clock 0"), std::string::npos) << "the restart did not resume: " << log;
+  ps::OptimizerConfig optimizer = *ps::parseOptimizer(job.optimizer);
+  const std::vector<float> expected = referenceTraining(optimizer, job.workers, job.clocks);
+  for (int w = 0; w < job.workers; ++w) {
+    EXPECT_TRUE(sameBits(readParams(dir.path() + "/params-second-" + std::to_string(w)), expected)) << "worker " << w;
+  }
+}
+
+TEST(PsMultiprocess, WorkerKilledUnderBspFailsTheOthersNamingIt) {
+  TempDir dir;
+  JobSpec job;
+  job.workers = 3;
+  job.servers = 1;
+  job.clocks = 1000;
+  job.die_worker = 2;
+  job.die_at_clock = 5;
+  auto ranks = launchJob(PS_PEER_BINARY, job, dir.path(), "bsp");
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(waitExit(*ranks[2], 30s), 128 + SIGKILL);
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_EQ(waitExit(*ranks[static_cast<size_t>(w)], 15s), 1);
+    const std::string log = read_file(dir.path() + "/log-bsp-" + std::to_string(w));
+    EXPECT_NE(log.find("worker 2 (rank 2) is gone"), std::string::npos) << log;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
+  EXPECT_EQ(waitExit(*ranks[3], 15s), 1) << read_file(dir.path() + "/log-bsp-3");
+  EXPECT_NE(read_file(dir.path() + "/log-bsp-3").find("worker 2 (rank 2) is gone"), std::string::npos);
+}
+
+TEST(PsMultiprocess, WorkerKilledUnderAsyncTheOthersGoOn) {
+  TempDir dir;
+  JobSpec job;
+  job.workers = 3;
+  job.servers = 2;
+  job.clocks = 60;
+  job.consistency = "async";
+  job.die_worker = 1;
+  job.die_at_clock = 5;
+  job.clock_delay_ms = 2;
+  auto ranks = launchJob(PS_PEER_BINARY, job, dir.path(), "async");
+  EXPECT_EQ(waitExit(*ranks[1], 30s), 128 + SIGKILL);
+  for (int r : {0, 2, 3, 4}) {
+    EXPECT_EQ(waitExit(*ranks[static_cast<size_t>(r)], 60s), 0)
+        << "rank " << r << "\n" << read_file(dir.path() + "/log-async-" + std::to_string(r));
+  }
+  // They trained: the parameters moved from the initial ones.
+  std::vector<float> initial(readParams(dir.path() + "/params-async-0").size());
+  initialParameters(initial);
+  EXPECT_FALSE(sameBits(readParams(dir.path() + "/params-async-0"), initial));
+}
+
+}  // namespace
+}  // namespace poseidon::testing

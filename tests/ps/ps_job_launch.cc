@@ -1,0 +1,55 @@
+#include "tests/ps/ps_job_launch.h"
+
+#include <cstring>
+#include <thread>
+
+namespace poseidon::testing {
+
+std::vector<std::unique_ptr<ChildProcess>> launchJob(const std::string& peer_binary, const JobSpec& job,
+                                                     const std::string& dir, const std::string& tag) {
+  const int size = job.workers + job.servers;
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int rank = 0; rank < size; ++rank) {
+    std::vector<std::string> argv = job.prefix ? job.prefix(rank) : std::vector<std::string>{};
+    const std::string suffix = tag + "-" + std::to_string(rank);
+    argv.insert(argv.end(), {peer_binary, "--store", dir + "/store-" + tag, "--rank", std::to_string(rank), "--size",
+                             std::to_string(size), "--workers", std::to_string(job.workers), "--role",
+                             rank < job.workers ? "worker" : "server", "--consistency", job.consistency,
+                             "--optimizer", job.optimizer, "--clocks", std::to_string(job.clocks), "--timeout", "60"});
+    if (job.address) argv.insert(argv.end(), {"--address", job.address(rank)});
+    if (rank < job.workers) {
+      argv.insert(argv.end(), {"--output", dir + "/params-" + suffix, "--clock-delay-ms",
+                               std::to_string(job.clock_delay_ms)});
+      if (job.trace) argv.insert(argv.end(), {"--trace", dir + "/trace-" + suffix});
+      if (rank == job.die_worker) argv.insert(argv.end(), {"--die-at-clock", std::to_string(job.die_at_clock)});
+    } else if (!job.checkpoint_dir.empty()) {
+      argv.insert(argv.end(), {"--checkpoint-dir", job.checkpoint_dir, "--checkpoint-every",
+                               std::to_string(job.checkpoint_every)});
+      if (job.resume) argv.push_back("--resume");
+    }
+    ranks.push_back(std::make_unique<ChildProcess>(argv, dir + "/log-" + suffix));
+  }
+  return ranks;
+}
+
+int waitExit(ChildProcess& process, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (process.running()) {
+    if (std::chrono::steady_clock::now() > until) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return process.exit_code();
+}
+
+std::vector<float> readParams(const std::string& path) {
+  const std::string bytes = read_file(path);
+  std::vector<float> params(bytes.size() / sizeof(float));
+  std::memcpy(params.data(), bytes.data(), params.size() * sizeof(float));
+  return params;
+}
+
+bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace poseidon::testing
