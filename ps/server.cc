@@ -82,7 +82,8 @@ class ServerImpl final : public Server {
 
   Status waitUntilDone(Deadline deadline) override {
     std::unique_lock lock(done_mutex_);
-    const auto finished = [&] { return running_workers_ == 0; };
+    // Under BSP/SSP a lost worker ends the job: report it at once rather than at the deadline.
+    const auto finished = [&] { return running_workers_ == 0 || !failure_.isOk(); };
     if (deadline.isNever()) {
       done_cv_.wait(lock, finished);
     } else if (!done_cv_.wait_until(lock, deadline.at(), finished)) {
@@ -450,13 +451,12 @@ void ServerImpl::onWorkerGone(int worker, const Status& why) {
     return;
   }
   spdlog::error("{}", status.toString());
-  {
-    std::lock_guard lock(done_mutex_);
-    if (failure_.isOk()) failure_ = status;
-  }
   for (int w = 0; w < job_.workers; ++w) {
     if (live(w)) notify(w, ToWorker::kWorkerFailed, 0, static_cast<uint64_t>(worker));
   }
+  std::lock_guard lock(done_mutex_);
+  if (failure_.isOk()) failure_ = status;
+  done_cv_.notify_all();
 }
 
 void ServerImpl::finishWorker(int worker, WorkerState state) {
