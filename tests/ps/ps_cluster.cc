@@ -32,7 +32,7 @@ ClusterRun runCluster(const ClusterSpec& spec) {
   const auto model = syntheticModel();
   auto layout = ps::ChunkLayout::build(model, spec.servers, spec.chunk_bytes);
   const ps::PsJob job{spec.workers, spec.servers, "ps"};
-  const Deadline deadline = Deadline::after(std::chrono::seconds(60));
+  const Deadline deadline = Deadline::after(spec.deadline);
   std::vector<std::thread> threads;
   for (int s = 0; s < spec.servers; ++s) {
     threads.emplace_back([&, s] {

@@ -26,6 +26,7 @@ struct ClusterSpec {
   ps::ServerOptions server;
   transport::DeviceOptions device;
   std::string store_dir;  // empty: a fresh temporary directory
+  std::chrono::seconds deadline{60};
   // Runs worker p's training with its client; defaults to trainWorker.
   std::function<transport::Status(ps::Client&, int worker)> train;
 };

@@ -1,0 +1,72 @@
+// Parameter-server features beyond BSP: Downpour's n_push accumulation (bit-exact against a local
+// loop), checkpoints on request, and a resume under a different optimizer refused by name.
+#include <gtest/gtest.h>
+
+#include "ps/checkpoint.h"
+#include "tests/ps/ps_cluster.h"
+#include "tests/ps/ps_job_launch.h"
+#include "tests/ps/synthetic_training.h"
+
+namespace poseidon::testing {
+namespace {
+
+using transport::Deadline;
+
+ps::OptimizerConfig parse(const char* spec) { return *ps::parseOptimizer(spec); }
+
+TEST(PsFeatures, AsyncNPushSendsTheSumOfNPushGradientsEveryNPushClocks) {
+  constexpr uint64_t kClocks = 20;
+  ClusterSpec spec;
+  spec.workers = 1;
+  spec.servers = 2;
+  spec.server.optimizer = parse("sgd:lr=0.05,momentum=0.9");
+  spec.server.consistency = ps::Consistency::async(2, 1);
+  spec.train = [&](ps::Client& client, int worker) {
+    return trainWorker(client, {worker, kClocks, 3, true}, Deadline::after(std::chrono::seconds(30)));
+  };
+  const ClusterRun run = runCluster(spec);
+  ASSERT_TRUE(run.worker_status[0].isOk()) << run.worker_status[0].toString();
+
+  // By hand: the gradients of clocks 2k and 2k+1, both at the parameters of update k, summed.
+  const auto model = syntheticModel();
+  std::vector<float> params(run.worker_params[0].size()), first(params.size()), second(params.size());
+  std::vector<float> velocity(params.size(), 0.0f);
+  initialParameters(params);
+  for (uint64_t k = 0; k < kClocks / 2; ++k) {
+    syntheticGradient(0, 2 * k, params, first);
+    syntheticGradient(0, 2 * k + 1, params, second);
+    for (size_t i = 0; i < params.size(); ++i) second[i] += first[i];
+    const float* gradient = second.data();
+    kernels::ChunkUpdate update{params.data(), velocity.data(), nullptr, params.size(),
+                                std::span<const float* const>(&gradient, 1), spec.server.optimizer.stepFor(k)};
+    kernels::chunkUpdateCpu(update);
+  }
+  EXPECT_TRUE(sameBits(run.worker_params[0], params));
+}
+
+TEST(PsFeatures, CheckpointOnRequestThenResumeUnderAnotherOptimizerIsRefused) {
+  TempDir dir;
+  ClusterSpec spec;
+  spec.workers = 2;
+  spec.servers = 1;
+  spec.server.optimizer = parse("adam:lr=0.01");
+  spec.server.checkpoint_dir = dir.path() + "/checkpoints";
+  spec.train = [&](ps::Client& client, int worker) -> transport::Status {
+    if (worker == 0) POSEIDON_RETURN_IF_ERROR(client.requestCheckpoint(7));
+    return trainWorker(client, {worker, 12, 5, true}, Deadline::after(spec.deadline));
+  };
+  const ClusterRun run = runCluster(spec);
+  ASSERT_TRUE(run.server_status[0].isOk()) << run.server_status[0].toString();
+  EXPECT_EQ(ps::listCheckpoints(spec.server.checkpoint_dir, 0), std::vector<uint64_t>{7});
+
+  spec.server.optimizer = parse("adam:lr=0.02");
+  spec.server.resume = true;
+  spec.deadline = std::chrono::seconds(5);
+  const ClusterRun refused = runCluster(spec);
+  EXPECT_NE(refused.server_status[0].message().find("optimizer"), std::string::npos)
+      << refused.server_status[0].toString();
+  EXPECT_NE(refused.server_status[0].message().find("lr"), std::string::npos) << refused.server_status[0].toString();
+}
+
+}  // namespace
+}  // namespace poseidon::testing
