@@ -16,15 +16,32 @@
 #include "tests/support/mesh.h"
 #include "tests/ps/ps_job_launch.h"
 #include "tests/support/process.h"
+#include "tests/support/rdma.h"
 
 namespace poseidon::testing {
 namespace {
 
 using namespace std::chrono_literals;
 
-TEST(PsMultiprocess, ServerKilledAndRestartedFromCheckpointEndsBitIdentical) {
+// Every case runs over each backend: tcp on loopback, verbs on the RDMA netdev the environment
+// names (tools/softroce-vm runs them on Soft-RoCE), skipping where there is none.
+class PsMultiprocess : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "verbs" && rdmaTestAddress().empty()) GTEST_SKIP() << kNoRdmaDevice;
+  }
+  JobSpec spec() const {
+    JobSpec job;
+    job.backend = GetParam();
+    const std::string address = GetParam() == "verbs" ? rdmaTestAddress() : "127.0.0.1";
+    job.address = [address](int) { return address; };
+    return job;
+  }
+};
+
+TEST_P(PsMultiprocess, ServerKilledAndRestartedFromCheckpointEndsBitIdentical) {
   TempDir dir;
-  JobSpec job;
+  JobSpec job = spec();
   job.clocks = 60;
   job.checkpoint_dir = dir.path() + "/checkpoints";
   job.checkpoint_every = 10;
@@ -63,9 +80,9 @@ TEST(PsMultiprocess, ServerKilledAndRestartedFromCheckpointEndsBitIdentical) {
   }
 }
 
-TEST(PsMultiprocess, WorkerKilledUnderBspFailsTheOthersNamingIt) {
+TEST_P(PsMultiprocess, WorkerKilledUnderBspFailsTheOthersNamingIt) {
   TempDir dir;
-  JobSpec job;
+  JobSpec job = spec();
   job.workers = 3;
   job.servers = 1;
   job.clocks = 1000;
@@ -84,9 +101,9 @@ TEST(PsMultiprocess, WorkerKilledUnderBspFailsTheOthersNamingIt) {
   EXPECT_NE(read_file(dir.path() + "/log-bsp-3").find("worker 2 (rank 2) is gone"), std::string::npos);
 }
 
-TEST(PsMultiprocess, WorkerKilledUnderAsyncTheOthersGoOn) {
+TEST_P(PsMultiprocess, WorkerKilledUnderAsyncTheOthersGoOn) {
   TempDir dir;
-  JobSpec job;
+  JobSpec job = spec();
   job.workers = 3;
   job.servers = 2;
   job.clocks = 60;
@@ -105,6 +122,9 @@ TEST(PsMultiprocess, WorkerKilledUnderAsyncTheOthersGoOn) {
   initialParameters(initial);
   EXPECT_FALSE(sameBits(readParams(dir.path() + "/params-async-0"), initial));
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, PsMultiprocess, ::testing::Values("tcp", "verbs"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) { return param_info.param; });
 
 }  // namespace
 }  // namespace poseidon::testing

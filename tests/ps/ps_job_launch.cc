@@ -15,7 +15,8 @@ std::vector<std::unique_ptr<ChildProcess>> launchJob(const std::string& peer_bin
     argv.insert(argv.end(), {peer_binary, "--store", dir + "/store-" + tag, "--rank", std::to_string(rank), "--size",
                              std::to_string(size), "--workers", std::to_string(job.workers), "--role",
                              rank < job.workers ? "worker" : "server", "--consistency", job.consistency,
-                             "--optimizer", job.optimizer, "--clocks", std::to_string(job.clocks), "--timeout", "60"});
+                             "--optimizer", job.optimizer, "--clocks", std::to_string(job.clocks), "--timeout", "60",
+                             "--backend", job.backend});
     if (job.address) argv.insert(argv.end(), {"--address", job.address(rank)});
     if (rank < job.workers) {
       argv.insert(argv.end(), {"--output", dir + "/params-" + suffix, "--clock-delay-ms",

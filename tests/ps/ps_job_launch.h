@@ -24,6 +24,7 @@ struct JobSpec {
   int die_worker = -1;
   int die_at_clock = -1;
   bool trace = false;  // workers write <dir>/trace-<tag>-<rank>
+  std::string backend = "tcp";
   // Per rank: words before the command (e.g. "ip netns exec ns1") and the address to listen on.
   std::function<std::vector<std::string>(int rank)> prefix;
   std::function<std::string(int rank)> address;

@@ -100,7 +100,9 @@ int main(int argc, char** argv) {
   app.add_option("--size", size)->required();
   app.add_option("--workers", options.workers)->required();
   app.add_option("--role", role)->required()->check(CLI::IsMember({"worker", "server"}));
+  std::string backend = "tcp";
   app.add_option("--address", address);
+  app.add_option("--backend", backend)->check(CLI::IsMember({"tcp", "verbs"}));
   app.add_option("--consistency", consistency_text);
   app.add_option("--optimizer", optimizer_text);
   app.add_option("--chunk-bytes", chunk_bytes);
@@ -134,6 +136,7 @@ int main(int argc, char** argv) {
   auto store = transport::bootstrap::openStore(launch, deadline);
   if (!store) return fail(store.status(), "store");
   transport::DeviceOptions device_options;
+  device_options.backend = backend;
   device_options.address = address;
   device_options.secret = "ps-peer-secret";
   auto device = transport::createDevice(device_options);
