@@ -21,6 +21,10 @@ Status DeviceOptions::validate() const {
   if (socket_buffer_bytes < 0) {
     return makeStatus(StatusCode::kInvalidArgument, "socket_buffer_bytes {} is negative", socket_buffer_bytes);
   }
+  if (gid_index < -1) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "gid_index {} is not valid: expected -1 (automatic) or a GID table index >= 0", gid_index);
+  }
   if (handshake_timeout.count() <= 0) {
     return makeStatus(StatusCode::kInvalidArgument, "handshake_timeout {} ms is not positive",
                       handshake_timeout.count());

@@ -24,6 +24,9 @@ struct DeviceOptions {
   bool payload_crc = false;            // tcp: CRC32C over every payload (headers always carry one)
   int socket_buffer_bytes = 0;         // tcp: SO_SNDBUF/SO_RCVBUF; 0 keeps kernel autotuning
   bool busy_poll = false;              // progress engine spins instead of sleeping in epoll_wait
+  // verbs: the source GID index every queue pair uses (perftest's -x); -1 lets rdma_cm pick the
+  // GID of the netdev carrying `address` (RoCE v2 where the port has it).
+  int gid_index = -1;
   std::chrono::milliseconds handshake_timeout{5000};
 
   Status validate() const;

@@ -94,6 +94,17 @@ TEST(PerfOptions, EveryPerftestOption) {
   EXPECT_EQ(o.timeout_s, 5);
 }
 
+TEST(PerfOptions, GidIndexIsPerftestsDashX) {
+  EXPECT_EQ(ok({"-t", "verbs", "h"}).gid_index, -1);
+  EXPECT_EQ(ok({"-t", "verbs", "-x", "3", "h"}).gid_index, 3);
+  EXPECT_EQ(ok({"-t", "verbs", "--gid-index", "0", "h"}).gid_index, 0);
+  // A server learns the transport from its client, so it may take -x on its own.
+  EXPECT_EQ(ok({"-x", "1"}).gid_index, 1);
+  rejected({"-t", "verbs", "-x", "256", "h"}, {"-x/--gid-index", "'256'", "0 to 255"});
+  rejected({"-t", "verbs", "-x", "-1", "h"}, {"-x/--gid-index", "'-1'"});
+  rejected({"-x", "1", "h"}, {"-x/--gid-index 1", "-t verbs"});
+}
+
 TEST(PerfOptions, AllSizesAreTwoToEightMiB) {
   const Options o = ok({"-a", "h"});
   const RunParameters p = clientParameters(o);

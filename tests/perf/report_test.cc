@@ -82,6 +82,23 @@ TEST(PerfReport, HeaderBlockNamesTheRun) {
   EXPECT_EQ(testInfoBlock(p, side).find("TX depth"), std::string::npos);
 }
 
+TEST(PerfReport, HeaderBlockShowsTheLinkLikePerftest) {
+  RunParameters p = bwParams();
+  SideInfo side{false, "tcp 10.0.0.2", "10.0.0.2:4000", "rank 0 (10.0.0.1:5000)", LinkInfo{0, "IP", -1, ""}};
+  std::string block = testInfoBlock(p, side);
+  EXPECT_NE(block.find(" Mtu             : n/a\n Link type       : IP\n Max inline"), std::string::npos) << block;
+  EXPECT_EQ(block.find("GID"), std::string::npos) << block;
+  // perftest over RoCE: "Mtu : 1024[B]", "Link type : Ethernet", "GID index : 1".
+  p.transport = "verbs";
+  side.link = LinkInfo{1024, "Ethernet", 1, "::ffff:10.0.2.15"};
+  block = testInfoBlock(p, side);
+  EXPECT_NE(block.find(" Mtu             : 1024[B]\n Link type       : Ethernet\n GID index       : 1\n"),
+            std::string::npos)
+      << block;
+  EXPECT_NE(block.find(" local address: 10.0.0.2:4000\n GID: ::ffff:10.0.2.15\n remote address:"), std::string::npos)
+      << block;
+}
+
 TEST(PerfReport, JsonRowsRoundTrip) {
   Report report{bwParams(), {BwRow{4096, 200, 10.5, 9.25, 0.0024}, BwRow{8192, 200, 20.5, 19.25, 0.0012}}};
   const nlohmann::json j = reportToJson(report);

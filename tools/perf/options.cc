@@ -36,6 +36,7 @@ struct RawValues {
   std::string cq_mod;
   std::string timeout;
   std::string spin;
+  std::string gid_index;
   std::vector<std::string> positionals;
 };
 
@@ -111,6 +112,10 @@ std::string checkCombinations(const Options& o) {
   if (o.duration_s > 0 && o.iterations_given) return "-D/--duration and -n/--iters exclude each other: give one";
   if (o.duration_s > 0 && o.all_sizes) return "-D/--duration runs one size: give it without -a/--all";
   if (o.margin_s >= 0 && o.duration_s == 0) return "-f/--margin goes with -D/--duration";
+  // A server learns the transport from its client; a client knows it now.
+  if (o.gid_index >= 0 && !o.isServer() && o.transport != "verbs") {
+    return fmt::format("-x/--gid-index {} selects an RDMA GID: it goes with -t verbs", o.gid_index);
+  }
   return {};
 }
 
@@ -140,6 +145,9 @@ std::string check(const RawValues& raw, Options& o) {
                         fmt::format("seconds from 1 to {}", kMaxTimeoutSeconds), o.timeout_s),
       checkInteger<int>("--spin-us", raw.spin, 0, kMaxSpinMicros,
                         fmt::format("microseconds from 0 to {}", kMaxSpinMicros), o.spin_us),
+      checkInteger<int>("-x/--gid-index", raw.gid_index, 0, kMaxGidIndex,
+                        fmt::format("a GID table index from 0 to {} (see `ibv_devinfo -v`)", kMaxGidIndex),
+                        o.gid_index),
   };
   for (std::string& error : errors) {
     if (!error.empty()) return error;
@@ -241,6 +249,8 @@ ParsedOptions parseOptions(int argc, const char* const* argv, const char* enviro
        "Address the data connections use (server default: the address the client reached it at; "
        "client default: its address on the route to HOST)"},
       {"--timeout", &raw.timeout, "SECONDS", "Give up when the peer makes no progress for this long (default 60)"},
+      {"-x,--gid-index", &raw.gid_index, "INDEX",
+       "verbs: this side's queue pairs use GID INDEX of the port (default: the RoCE v2 GID of the address)"},
       {"--spin-us", &raw.spin, "MICROS",
        "How long each wait spins before it sleeps (default 1000 for latency tests, as perftest polls; 20 for bw)"},
   };

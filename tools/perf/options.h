@@ -18,6 +18,8 @@ inline constexpr uint16_t kDefaultPort = 18515;  // perftest's DEF_PORT
 // short spin, since spinning takes the cores the progress engines copy on.
 inline constexpr int kLatencySpinMicros = 1000;
 inline constexpr int kMaxSpinMicros = 1'000'000;
+// ah_attr.grh.sgid_index is 8 bits wide.
+inline constexpr int kMaxGidIndex = 255;
 
 struct Options {
   TestKind test = TestKind::kWriteBw;
@@ -40,6 +42,9 @@ struct Options {
   bool busy_poll = false;
   int spin_us = -1;  // -1: kLatencySpinMicros for latency tests, the transport's default for bandwidth
   int timeout_s = 60;
+  // -x: the source GID index of this side's queue pairs (verbs); -1 lets rdma_cm pick. Each side
+  // sets its own, as in perftest: GID tables differ between hosts.
+  int gid_index = -1;
 
   // Which options were given on the command line; a server notes where the client differs.
   bool test_given = false;

@@ -42,6 +42,7 @@ Status createSide(Session& session, const Options& options, const std::string& a
   device_options.secret = options.secret;
   device_options.streams = p.streams;
   device_options.busy_poll = options.busy_poll || p.busy_poll;
+  if (p.transport == "verbs") device_options.gid_index = options.gid_index;
   auto device = transport::createDevice(device_options);
   if (!device) {
     return device.status().withContext(fmt::format("creating the {} device on {}", p.transport, address));
@@ -75,6 +76,7 @@ Status connectSides(Session& session) {
   if (!remote) return remote.status().withContext("the peer's region descriptor");
   session.peer_data = *remote;
   session.side.remote_address = session.pair().peerName();
+  session.side.link = linkInfoOf(session.params.transport, session.pair());
   return Status::ok();
 }
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/perf/link_info.h"
 #include "tools/perf/parameters.h"
 #include "tools/perf/statistics.h"
 #include "transport/status.h"
@@ -59,6 +60,7 @@ struct SideInfo {
   std::string device;          // "tcp 127.0.0.1"
   std::string local_address;   // the device's listening address
   std::string remote_address;  // the peer as the transport names it
+  LinkInfo link;               // after connecting
 };
 
 std::string resultLine();  // perftest's RESULT_LINE, with its newline

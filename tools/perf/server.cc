@@ -41,6 +41,10 @@ void noteDifferences(const Options& o, const RunParameters& p) {
   if (o.tx_depth_given) note("--tx-depth", std::to_string(p.tx_depth), std::to_string(o.tx_depth));
   if (o.size_given) note("-s/--size", std::to_string(p.maxSize()), std::to_string(o.size));
   if (o.iterations_given) note("-n/--iters", std::to_string(p.iterations), std::to_string(o.iterations));
+  if (o.gid_index >= 0 && p.transport != "verbs") {
+    fmt::print(stderr, "poseidon-perf: -x/--gid-index {} is for verbs; the client chose {}, so it does not apply\n",
+               o.gid_index, p.transport);
+  }
 }
 
 }  // namespace

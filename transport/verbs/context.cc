@@ -25,7 +25,8 @@ class ConnectChannel {
   rdma_event_channel* get() const { return channel_; }
 
   // Waits for the next event; it must be `expected`, else the status names what came instead.
-  Status expect(rdma_cm_event_type expected, Deadline deadline, const std::string& peer) {
+  // Returns the peer's accept reply (connect_data.h) found in the event: empty when it has none.
+  Result<AcceptReply> expect(rdma_cm_event_type expected, Deadline deadline, const std::string& peer) {
     pollfd p{channel_->fd, POLLIN, 0};
     const int rc = ::poll(&p, 1, deadline.remainingMillisForPoll());
     if (rc == 0) {
@@ -37,13 +38,17 @@ class ConnectChannel {
     }
     const rdma_cm_event_type got = event->event;
     const int status = event->status;
-    rdma_ack_cm_event(event);
+    // Only a connect response carries the peer's reply; other events' param may be unset.
+    const auto reply = got == RDMA_CM_EVENT_CONNECT_RESPONSE
+                           ? AcceptReply::decode(event->param.conn.private_data, event->param.conn.private_data_len)
+                           : std::nullopt;
+    rdma_ack_cm_event(event);  // frees the private data: decoded above
     if (got != expected) {
       return makeStatus(StatusCode::kConnectionError, "connecting to {}: expected {}, got {} (status {}{})", peer,
                         rdma_event_str(expected), rdma_event_str(got), status,
                         got == RDMA_CM_EVENT_REJECTED ? ": the peer refused, see its log" : "");
     }
-    return Status::ok();
+    return reply.value_or(AcceptReply{});
   }
 
  private:
@@ -89,12 +94,29 @@ Status VerbsContext::acceptPair(const ConnectRequest& request, rdma_cm_id* cm_id
     accepted_[static_cast<size_t>(src)] = true;
   }
   VerbsPair& pair = *pairs_[static_cast<size_t>(src)];
-  POSEIDON_RETURN_IF_ERROR(pair.createQueuePair(cm_id, /*passive=*/true, [this] { notifyInbound(); }));
+  // A peer that chose its GID must be addressed there, which rdma_cm's own QP cannot do.
+  Status st = pair.createQueuePair(cm_id, /*passive=*/true, [this] { notifyInbound(); },
+                                   /*own_qp=*/request.source_gid.has_value());
   rdma_conn_param param{};
   param.retry_count = 7;
   param.rnr_retry_count = 7;
-  if (rdma_accept(cm_id, &param) != 0) return errnoStatus(StatusCode::kConnectionError, "rdma_accept");
-  return Status::ok();
+  AcceptReply reply;
+  std::array<uint8_t, AcceptReply::kSize> reply_bytes{};
+  if (st.isOk() && pair.ownsQueuePair()) {
+    // rdma_cm moves only QPs it created: ours must be ready to receive before the peer hears yes.
+    auto source = pair.moveToRts(request.source_gid);
+    st = source.status();
+    if (source) reply.source_gid = *source;
+    reply_bytes = reply.encode();
+    param.qp_num = pair.qpNum();
+    param.srq = 0;
+    param.private_data = reply_bytes.data();
+    param.private_data_len = static_cast<uint8_t>(reply_bytes.size());
+  }
+  if (st.isOk() && rdma_accept(cm_id, &param) != 0) st = errnoStatus(StatusCode::kConnectionError, "rdma_accept");
+  // This rank will not accept that peer again: the pair carries the cause to waitForInbound().
+  if (!st.isOk()) pair.fail(st);
+  return st;
 }
 
 Status VerbsContext::connectTo(int peer, const std::string& address_text, Deadline deadline) {
@@ -122,12 +144,12 @@ Status VerbsContext::connectTo(int peer, const std::string& address_text, Deadli
                         kResolveTimeoutMs) != 0) {
     return destroy_if_unowned(errnoStatus(StatusCode::kConnectionError, "rdma_resolve_addr to " + peer_name));
   }
-  Status st = channel.expect(RDMA_CM_EVENT_ADDR_RESOLVED, deadline, peer_name);
+  Status st = channel.expect(RDMA_CM_EVENT_ADDR_RESOLVED, deadline, peer_name).status();
   if (!st.isOk()) return destroy_if_unowned(st);
   if (rdma_resolve_route(cm_id, kResolveTimeoutMs) != 0) {
     return destroy_if_unowned(errnoStatus(StatusCode::kConnectionError, "rdma_resolve_route to " + peer_name));
   }
-  st = channel.expect(RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, peer_name);
+  st = channel.expect(RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, peer_name).status();
   if (!st.isOk()) return destroy_if_unowned(st);
   if (cm_id->verbs != device_->verbs()) {
     return destroy_if_unowned(makeStatus(StatusCode::kUnavailable,
@@ -140,14 +162,36 @@ Status VerbsContext::connectTo(int peer, const std::string& address_text, Deadli
   request.context_id = id_;
   request.src_rank = static_cast<uint32_t>(rank());
   request.dst_rank = static_cast<uint32_t>(peer);
+  if (device_->options().gid_index >= 0) {
+    auto gid = pair.configuredGid();
+    if (!gid) return gid.status();
+    request.source_gid = *gid;
+  }
   const auto private_data = request.encode();
   rdma_conn_param param{};
   param.private_data = private_data.data();
   param.private_data_len = static_cast<uint8_t>(private_data.size());
   param.retry_count = 7;
   param.rnr_retry_count = 7;
+  if (pair.ownsQueuePair()) {
+    param.qp_num = pair.qpNum();
+    param.srq = 0;
+  }
   if (rdma_connect(cm_id, &param) != 0) return errnoStatus(StatusCode::kConnectionError, "rdma_connect to " + peer_name);
-  POSEIDON_RETURN_IF_ERROR(channel.expect(RDMA_CM_EVENT_ESTABLISHED, deadline, peer_name));
+  if (pair.ownsQueuePair()) {
+    // rdma_cm hands us the peer's answer instead of moving a QP it does not know: move ours to
+    // RTS, then tell the peer we are established.
+    auto reply = channel.expect(RDMA_CM_EVENT_CONNECT_RESPONSE, deadline, peer_name);
+    if (!reply) return reply.status();
+    auto moved = pair.moveToRts(reply->source_gid);
+    if (!moved) {
+      rdma_reject(cm_id, nullptr, 0);  // the peer accepted: tell it now rather than at its deadline
+      return moved.status();
+    }
+    if (rdma_establish(cm_id) != 0) return errnoStatus(StatusCode::kConnectionError, "rdma_establish to " + peer_name);
+  } else {
+    POSEIDON_RETURN_IF_ERROR(channel.expect(RDMA_CM_EVENT_ESTABLISHED, deadline, peer_name).status());
+  }
   // From now on the engine thread sees this id's events (a disconnect, above all).
   if (rdma_migrate_id(cm_id, device_->eventChannel()) != 0) {
     return errnoStatus(StatusCode::kInternal, "rdma_migrate_id for " + peer_name);

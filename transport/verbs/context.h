@@ -2,8 +2,9 @@
 //
 // connect(): like the TCP backend, each rank publishes its rdma_cm address in the store,
 // connects to every lower rank (rdma_cm resolves address and route, which picks the GID of the
-// netdev carrying the address and the path MTU) and waits for every higher rank to connect
-// and prove the job secret over the new queue pair.
+// netdev carrying the address and the path MTU; DeviceOptions::gid_index overrides the GID, see
+// explicit_gid.h) and waits for every higher rank to connect and prove the job secret over the
+// new queue pair.
 #pragma once
 
 #include <rdma/rdma_cma.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "transport/context.h"
+#include "transport/verbs/connect_data.h"
 #include "transport/verbs/device.h"
 #include "transport/verbs/pair.h"
 

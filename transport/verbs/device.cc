@@ -9,14 +9,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "transport/verbs/connect_data.h"
 #include "transport/verbs/context.h"
+#include "transport/verbs/explicit_gid.h"
 #include "transport/verbs/pair.h"
-#include "transport/wire/little_endian.h"
 
 namespace poseidon::transport::verbs {
 namespace {
 
-constexpr uint32_t kConnectMagic = 0x52435350;  // "PSCR"
 constexpr int kMaxCqEntries = 65536;
 
 Status setNonBlockingFd(int fd) {
@@ -39,15 +39,6 @@ const char* mtuName(ibv_mtu mtu) {
 }
 
 }  // namespace
-
-std::array<uint8_t, ConnectRequest::kSize> ConnectRequest::encode() const {
-  std::array<uint8_t, kSize> out{};
-  wire::storeLe32(&out[0], kConnectMagic);
-  wire::storeLe64(&out[4], context_id);
-  wire::storeLe32(&out[12], src_rank);
-  wire::storeLe32(&out[16], dst_rank);
-  return out;
-}
 
 Result<std::shared_ptr<VerbsDevice>> VerbsDevice::create(const DeviceOptions& options) {
   POSEIDON_RETURN_IF_ERROR(options.validate());
@@ -94,11 +85,18 @@ Result<std::shared_ptr<VerbsDevice>> VerbsDevice::create(const DeviceOptions& op
   if (ibv_query_port(d->verbs_, d->listener_->port_num, &port) != 0) {
     return errnoStatus(StatusCode::kIoError, "ibv_query_port");
   }
-  d->description_ = fmt::format("{} port {} (active MTU {}, {})", ibv_get_device_name(d->verbs_->device),
+  d->description_ = fmt::format("{} port {} (active MTU {}, {}{})", ibv_get_device_name(d->verbs_->device),
                                 d->listener_->port_num, mtuName(port.active_mtu),
-                                port.state == IBV_PORT_ACTIVE ? "active" : "NOT active");
+                                port.state == IBV_PORT_ACTIVE ? "active" : "NOT active",
+                                options.gid_index >= 0 ? fmt::format(", GID index {} by gid_index", options.gid_index)
+                                                       : "");
   if (port.state != IBV_PORT_ACTIVE) {
     return makeStatus(StatusCode::kUnavailable, "RDMA port {} is not active", d->description_);
+  }
+  if (options.gid_index >= 0) {
+    // A wrong index fails here, before any peer waits on this rank.
+    POSEIDON_RETURN_IF_ERROR(checkGidIndex(d->verbs_, d->listener_->port_num, options.gid_index, d->bound_.data())
+                                 .withContext("DeviceOptions::gid_index"));
   }
   POSEIDON_RETURN_IF_ERROR(setNonBlockingFd(d->channel_->fd));
   POSEIDON_RETURN_IF_ERROR(setNonBlockingFd(d->completion_channel_->fd));
@@ -151,13 +149,17 @@ Status VerbsDevice::registerPair(uint32_t qp_num, VerbsPair* pair) {
                       description_, max_pairs_);
   }
   pairs_[qp_num] = pair;
+  pairs_by_id_[pair->cmId()] = pair;
   return Status::ok();
 }
 
 void VerbsDevice::unregisterPair(uint32_t qp_num) {
   {
     std::lock_guard<std::mutex> lock(pairs_mutex_);
-    pairs_.erase(qp_num);
+    if (auto it = pairs_.find(qp_num); it != pairs_.end()) {
+      pairs_by_id_.erase(it->second->cmId());
+      pairs_.erase(it);
+    }
   }
   if (inEngineThread()) return;
   // The engine may be inside a call into that pair: wait until it finished that iteration.
@@ -197,22 +199,17 @@ void VerbsDevice::drainConnectionEvents() {
 }
 
 void VerbsDevice::onConnectRequest(rdma_cm_event* event) {
-  const auto* data = static_cast<const uint8_t*>(event->param.conn.private_data);
-  const size_t length = event->param.conn.private_data_len;
+  const auto request = ConnectRequest::decode(event->param.conn.private_data, event->param.conn.private_data_len);
   std::string refusal;
-  if (data == nullptr || length < ConnectRequest::kSize || wire::loadLe32(data) != kConnectMagic) {
+  if (!request) {
     refusal = "connect request without Poseidon private data";
   } else {
-    ConnectRequest request;
-    request.context_id = wire::loadLe64(data + 4);
-    request.src_rank = wire::loadLe32(data + 12);
-    request.dst_rank = wire::loadLe32(data + 16);
     std::lock_guard<std::mutex> lock(contexts_mutex_);
-    auto it = contexts_.find(request.context_id);
+    auto it = contexts_.find(request->context_id);
     if (it == contexts_.end()) {
-      refusal = fmt::format("no context with id 0x{:016x}", request.context_id);
+      refusal = fmt::format("no context with id 0x{:016x}", request->context_id);
     } else {
-      Status st = it->second->acceptPair(request, event->id);
+      Status st = it->second->acceptPair(*request, event->id);
       if (!st.isOk()) refusal = st.message();
     }
   }
@@ -230,11 +227,12 @@ void VerbsDevice::onConnectionEvent(rdma_cm_event* event) {
     onConnectRequest(event);
     return;
   }
+  // By id, not by event->id->qp: a pair with its own QP (explicit GID index) has none there.
   VerbsPair* pair = nullptr;
-  if (event->id != nullptr && event->id->qp != nullptr) {
+  if (event->id != nullptr) {
     std::lock_guard<std::mutex> lock(pairs_mutex_);
-    auto it = pairs_.find(event->id->qp->qp_num);
-    if (it != pairs_.end()) pair = it->second;
+    auto it = pairs_by_id_.find(event->id);
+    if (it != pairs_by_id_.end()) pair = it->second;
   }
   const rdma_cm_event_type type = event->event;
   const int status = event->status;
@@ -246,6 +244,7 @@ void VerbsDevice::onConnectionEvent(rdma_cm_event* event) {
     case RDMA_CM_EVENT_DEVICE_REMOVAL:
     case RDMA_CM_EVENT_CONNECT_ERROR:
     case RDMA_CM_EVENT_UNREACHABLE:
+    case RDMA_CM_EVENT_REJECTED:  // after accepting: the connecting side could not set its QP up
       pair->fail(makeStatus(StatusCode::kConnectionError, "{}: {} (status {})", pair->peerName(),
                             rdma_event_str(type), status));
       break;

@@ -24,15 +24,6 @@ namespace poseidon::transport::verbs {
 class VerbsContext;
 class VerbsPair;
 
-// Private data of an rdma_cm connect request: which context and ranks the QP is for.
-struct ConnectRequest {
-  static constexpr size_t kSize = 20;
-  uint64_t context_id = 0;
-  uint32_t src_rank = 0;
-  uint32_t dst_rank = 0;
-  std::array<uint8_t, kSize> encode() const;
-};
-
 class VerbsDevice final : public Device, public std::enable_shared_from_this<VerbsDevice> {
  public:
   static Result<std::shared_ptr<VerbsDevice>> create(const DeviceOptions& options);
@@ -88,7 +79,8 @@ class VerbsDevice final : public Device, public std::enable_shared_from_this<Ver
   std::mutex contexts_mutex_;  // held while a connect request is routed to its context
   std::map<uint64_t, VerbsContext*> contexts_;
   std::mutex pairs_mutex_;
-  std::unordered_map<uint32_t, VerbsPair*> pairs_;
+  std::unordered_map<uint32_t, VerbsPair*> pairs_;             // completions arrive by QP number
+  std::unordered_map<rdma_cm_id*, VerbsPair*> pairs_by_id_;    // connection events by rdma_cm id
 };
 
 Result<std::shared_ptr<Device>> createVerbsDevice(const DeviceOptions& options);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "transport/verbs/device.h"
+#include "transport/verbs/explicit_gid.h"
 #include "transport/wire/frame.h"
 #include "transport/wire/handshake.h"
 
@@ -31,17 +32,20 @@ VerbsPair::VerbsPair(VerbsDevice& device, uint64_t context_id, int self_rank, in
 
 VerbsPair::~VerbsPair() {
   if (id_ == nullptr) return;
-  const uint32_t qp_num = id_->qp ? id_->qp->qp_num : 0;
-  rdma_disconnect(id_);
-  device_.unregisterPair(qp_num);
+  disconnect();
+  device_.unregisterPair(qpNum());
   fail(makeStatus(StatusCode::kConnectionError, "the context was closed"));
-  rdma_destroy_qp(id_);
+  if (own_qp_) {
+    ibv_destroy_qp(qp_);
+  } else {
+    rdma_destroy_qp(id_);
+  }
   rdma_destroy_id(id_);
 }
 
-uint32_t VerbsPair::qpNum() const { return id_ && id_->qp ? id_->qp->qp_num : 0; }
+uint32_t VerbsPair::qpNum() const { return qp_ ? qp_->qp_num : 0; }
 
-Status VerbsPair::createQueuePair(rdma_cm_id* id, bool passive, std::function<void()> on_ready) {
+Status VerbsPair::createQueuePair(rdma_cm_id* id, bool passive, std::function<void()> on_ready, bool own_qp) {
   auto recv_mr = VerbsMemoryRegion::create(device_.pd(), recv_ring_.data(), recv_ring_.size(), IBV_ACCESS_LOCAL_WRITE);
   if (!recv_mr) return recv_mr.status();
   auto send_mr = VerbsMemoryRegion::create(device_.pd(), send_ring_.data(), send_ring_.size(), IBV_ACCESS_LOCAL_WRITE);
@@ -58,21 +62,35 @@ Status VerbsPair::createQueuePair(rdma_cm_id* id, bool passive, std::function<vo
   attr.cap.max_recv_wr = kRingSlots;
   attr.cap.max_send_sge = device_.maxSge();
   attr.cap.max_recv_sge = 1;
-  if (rdma_create_qp(id, device_.pd(), &attr) != 0) {
-    return errnoStatus(StatusCode::kIoError, fmt::format("rdma_create_qp for {}", peerName()));
-  }
-  max_sge_ = std::max<uint32_t>(1, std::min(attr.cap.max_send_sge, device_.maxSge()));
-  id_ = id;
-  id->context = this;
   if (peer_address_.empty()) {
     const sockaddr* peer = rdma_get_peer_addr(id);
     if (peer) peer_address_ = formatSockaddr(peer, sizeof(sockaddr_storage));
   }
+  const int gid_index = device_.options().gid_index;
+  if (gid_index >= 0) {
+    // The GID table may have changed since the device checked it (addresses come and go).
+    POSEIDON_RETURN_IF_ERROR(
+        checkGidIndex(id->verbs, id->port_num, gid_index, rdma_get_local_addr(id)).withContext(peerName()));
+  }
+  if (gid_index >= 0 || own_qp) {
+    qp_ = ibv_create_qp(device_.pd(), &attr);
+    if (qp_ == nullptr) return errnoStatus(StatusCode::kIoError, fmt::format("ibv_create_qp for {}", peerName()));
+    own_qp_ = true;
+  } else {
+    if (rdma_create_qp(id, device_.pd(), &attr) != 0) {
+      return errnoStatus(StatusCode::kIoError, fmt::format("rdma_create_qp for {}", peerName()));
+    }
+    qp_ = id->qp;
+  }
+  max_sge_ = std::max<uint32_t>(1, std::min(attr.cap.max_send_sge, device_.maxSge()));
+  id_ = id;
+  id->context = this;
+  if (own_qp_) POSEIDON_RETURN_IF_ERROR(moveToInit(id, qp_, peerName()));
   on_ready_ = std::move(on_ready);
   handshake_ = passive ? HandshakeState::kAwaitHello : HandshakeState::kIdle;
   free_send_slots_.clear();
   for (uint32_t slot = kRingSlots; slot > 0; --slot) free_send_slots_.push_back(slot - 1);
-  POSEIDON_RETURN_IF_ERROR(device_.registerPair(id->qp->qp_num, this));
+  POSEIDON_RETURN_IF_ERROR(device_.registerPair(qp_->qp_num, this));
   for (uint32_t slot = 0; slot < kRingSlots; ++slot) POSEIDON_RETURN_IF_ERROR(postReceive(slot));
   return Status::ok();
 }
@@ -87,7 +105,7 @@ Status VerbsPair::postReceive(uint32_t slot) {
   wr.sg_list = &sge;
   wr.num_sge = 1;
   ibv_recv_wr* bad = nullptr;
-  const int rc = ibv_post_recv(id_->qp, &wr, &bad);
+  const int rc = ibv_post_recv(qp_, &wr, &bad);
   if (rc != 0) return makeStatus(StatusCode::kIoError, "ibv_post_recv for {}: {}", peerName(), std::strerror(rc));
   return Status::ok();
 }
@@ -149,7 +167,7 @@ int VerbsPair::postRingSend(uint32_t slot, uint32_t length) {
   wr.sg_list = &sge;
   wr.num_sge = 1;
   ibv_send_wr* bad = nullptr;
-  return ibv_post_send(id_->qp, &wr, &bad);
+  return ibv_post_send(qp_, &wr, &bad);
 }
 
 void VerbsPair::drainOutboxLocked(Completions& done) {
@@ -197,7 +215,7 @@ void VerbsPair::drainOutboxLocked(Completions& done) {
       wr.wr.rdma.remote_addr = entry.remote_address;
       wr.wr.rdma.rkey = entry.rkey;
       ibv_send_wr* bad = nullptr;
-      const int rc = ibv_post_send(id_->qp, &wr, &bad);
+      const int rc = ibv_post_send(qp_, &wr, &bad);
       if (rc != 0) {
         failLocked(makeStatus(StatusCode::kIoError, "ibv_post_send of an RDMA write to {}: {}", peerName(),
                               std::strerror(rc)),
@@ -218,10 +236,34 @@ void VerbsPair::logPath() const {
 }
 
 Result<QueuePairPath> VerbsPair::path() const {
-  if (id_ == nullptr || id_->qp == nullptr) {
-    return makeStatus(StatusCode::kInvalidArgument, "{} has no queue pair yet", peerName());
+  if (qp_ == nullptr) return makeStatus(StatusCode::kInvalidArgument, "{} has no queue pair yet", peerName());
+  return queryPath(qp_, id_->verbs);
+}
+
+Result<ibv_gid> VerbsPair::moveToRts(const std::optional<ibv_gid>& peer_gid) {
+  if (!own_qp_) {
+    return makeStatus(StatusCode::kInternal, "{}: rdma_cm drives this queue pair's states", peerName());
   }
-  return queryPath(id_->qp, id_->verbs);
+  return verbs::moveToRts(id_, qp_, device_.options().gid_index, peer_gid ? &*peer_gid : nullptr, peerName());
+}
+
+Result<ibv_gid> VerbsPair::configuredGid() const {
+  const int index = device_.options().gid_index;
+  ibv_gid gid{};
+  if (index < 0 || id_ == nullptr || ibv_query_gid(id_->verbs, id_->port_num, index, &gid) != 0) {
+    return makeStatus(StatusCode::kIoError, "cannot read GID index {} of port {} for {}", index,
+                      id_ ? id_->port_num : 0, peerName());
+  }
+  return gid;
+}
+
+void VerbsPair::disconnect() {
+  rdma_disconnect(id_);
+  if (own_qp_) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_ERR;
+    ibv_modify_qp(qp_, &attr, IBV_QP_STATE);
+  }
 }
 
 Status VerbsPair::injectRawControl(std::span<const uint8_t> bytes) {
@@ -374,7 +416,7 @@ void VerbsPair::onWorkCompletion(const ibv_wc& wc) {
   const bool became_failed = failed();
   completeAll(done);
   if (became_failed) {
-    if (id_ && !keep_connection_) rdma_disconnect(id_);
+    if (id_ && !keep_connection_) disconnect();
     if (on_ready_) on_ready_();
   }
 }

@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -50,7 +51,17 @@ class VerbsPair final : public PairBase {
 
   // Set-up. createQueuePair() on the id rdma_cm resolved (active) or accepted (passive: the
   // peer then runs the handshake, and `on_ready` is called once it proved the secret or failed).
-  Status createQueuePair(rdma_cm_id* id, bool passive, std::function<void()> on_ready = {});
+  // With DeviceOptions::gid_index set, or `own_qp` (the peer chose its GID), the QP is the
+  // pair's own (explicit_gid.h): rdma_cm does not drive it, so the caller connects with qpNum()
+  // and calls moveToRts() at the right time.
+  Status createQueuePair(rdma_cm_id* id, bool passive, std::function<void()> on_ready = {}, bool own_qp = false);
+  bool ownsQueuePair() const { return own_qp_; }
+  // Own QP: to RTR and RTS with the configured source GID, addressing `peer_gid` when the peer
+  // announced one (before rdma_accept, or after the connect response before rdma_establish).
+  // Returns the GID the QP sends from, to announce to the peer.
+  Result<ibv_gid> moveToRts(const std::optional<ibv_gid>& peer_gid);
+  // The GID of DeviceOptions::gid_index on this pair's port, announced in the connect request.
+  Result<ibv_gid> configuredGid() const;
   void setPeerAddress(const std::string& address) { peer_address_ = address; }
   // Active side: runs the secret handshake over the established QP, blocking until done.
   Status clientHandshake(const std::string& secret, Deadline deadline);
@@ -63,7 +74,7 @@ class VerbsPair final : public PairBase {
   RequestPtr write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
                    uint64_t remote_offset, uint64_t length, uint32_t imm) override;
 
-  // The path rdma_cm set up for this queue pair (GID index and type, MTU); after connect().
+  // The path this queue pair uses (GID index and type, MTU); after connect().
   Result<QueuePairPath> path() const;
   void logPath() const;
 
@@ -121,6 +132,9 @@ class VerbsPair final : public PairBase {
   Status onControlLocked(const ControlMessage& message, Completions& done);
   Status onHandshakeLocked(const ControlMessage& message);
   void failLocked(const Status& cause, Completions& done);
+  // rdma_disconnect, and for our own QP what rdma_cm does for its own: to the error state, so
+  // outstanding work requests flush instead of retrying towards a gone peer.
+  void disconnect();
 
   VerbsDevice& device_;
   const uint64_t context_id_;
@@ -128,6 +142,8 @@ class VerbsPair final : public PairBase {
   const PairArgumentChecks checks_{BackendTag::kVerbs,
                                    [](const MemoryRegion& region) { return asVerbs(&region) != nullptr; }};
   rdma_cm_id* id_ = nullptr;
+  ibv_qp* qp_ = nullptr;
+  bool own_qp_ = false;  // created by ibv_create_qp (explicit GID index), not rdma_create_qp
   uint32_t max_sge_ = 1;
 
   // Control rings: received messages land in recv_ring_, sent ones are staged in send_ring_.
