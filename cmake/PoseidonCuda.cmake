@@ -12,6 +12,13 @@ if(NOT POSEIDON_WITH_CUDA STREQUAL "OFF")
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
+    # CMake before 3.26 has no flag for C++20 with nvcc (which has taken -std=c++20 since 12.0),
+    # and refuses CUDA_STANDARD 20 without one; tell it the flag.
+    if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION AND CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA"
+       AND CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.0)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
     set(CMAKE_CUDA_STANDARD 20)
     set(POSEIDON_HAVE_CUDA ON)
   elseif(POSEIDON_WITH_CUDA STREQUAL "ON")

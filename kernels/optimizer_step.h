@@ -39,4 +39,14 @@ constexpr int stateWords(OptimizerKind kind, float momentum) {
   return 0;
 }
 
+// "sgd", "adagrad" or "adam"; nullptr for a value outside the enum (a corrupt step).
+constexpr const char* kindName(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kSgd: return "sgd";
+    case OptimizerKind::kAdagrad: return "adagrad";
+    case OptimizerKind::kAdam: return "adam";
+  }
+  return nullptr;
+}
+
 }  // namespace poseidon::kernels

@@ -66,5 +66,7 @@ struct OptimizerConfig {
 Result<OptimizerConfig> parseOptimizer(std::string_view spec);
 
 const char* optimizerName(OptimizerKind kind);
+// "constant", "step", "poly" or "cosine": the spelling parseOptimizer() accepts.
+const char* scheduleName(LrSchedule::Kind kind);
 
 }  // namespace poseidon::ps
