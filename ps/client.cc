@@ -40,6 +40,7 @@ void finishOne(const OpPtr& op) {
 struct PullInFlight {
   uint64_t min_version = 0;
   std::vector<OpPtr> ops;
+  bool sent = false;
 };
 
 struct ChunkTrack {
@@ -60,7 +61,7 @@ struct ChunkTrack {
   size_t pull_ready = 0;
   uint64_t pull_min = 0;
   std::vector<OpPtr> pull_ops;     // waiting for the chunk's other layers to ask
-  std::deque<PullInFlight> pulls;  // asked, waiting for the parameters
+  std::deque<PullInFlight> pulls;  // asked (or about to be), waiting for the parameters
   uint64_t version = 0;
   int blocker = -1;                // worker the server said the pull waits for
 };
@@ -111,6 +112,7 @@ class ClientImpl final : public Client {
   Status handle(int server, const Imm& imm);
   void sendPushLocked(uint32_t chunk);
   void sendPullLocked(uint32_t chunk);
+  void flushPullsLocked(uint32_t chunk);
   void signal(int server, ToServer type, uint32_t chunk, uint64_t value);
   void failAllLocked(const Status& status);
   uint32_t globalChunk(int server, uint32_t local) const {
@@ -297,6 +299,7 @@ void ClientImpl::sendPushLocked(uint32_t c) {
   // Failures surface as the connection's failure in serverLoop.
   (void)pair.write(*grads_region_, chunk.model_offset, servers_[static_cast<size_t>(chunk.server)].slots,
                    chunk.slot_offset, chunk.bytes, encodeImm(static_cast<uint8_t>(ToServer::kPush), chunk.local, 0));
+  flushPullsLocked(c);
 }
 
 RequestPtr ClientImpl::pull(size_t layer) {
@@ -331,11 +334,23 @@ RequestPtr ClientImpl::pull(size_t layer) {
 
 void ClientImpl::sendPullLocked(uint32_t c) {
   ChunkTrack& chunk = chunks_[c];
-  chunk.pulls.push_back({chunk.pull_min, std::move(chunk.pull_ops)});
+  chunk.pulls.push_back({chunk.pull_min, std::move(chunk.pull_ops), false});
   chunk.pull_ops.clear();
   chunk.pull_ready = 0;
-  signal(chunk.server, ToServer::kPull, chunk.local, chunk.pull_min);
   chunk.pull_min = 0;
+  flushPullsLocked(c);
+}
+
+void ClientImpl::flushPullsLocked(uint32_t c) {
+  // The server widens a pull's version against the pushes it has seen from us, so a pull goes
+  // only after every push its version needs (one may still wait for an ack), in order.
+  ChunkTrack& chunk = chunks_[c];
+  for (PullInFlight& pull : chunk.pulls) {
+    if (pull.sent) continue;
+    if (pull.min_version > chunk.pushes) return;
+    signal(chunk.server, ToServer::kPull, chunk.local, pull.min_version);
+    pull.sent = true;
+  }
 }
 
 void ClientImpl::signal(int server, ToServer type, uint32_t chunk, uint64_t value) {
@@ -383,7 +398,9 @@ Status ClientImpl::handle(int server, const Imm& imm) {
       return Status::ok();
     }
     case ToWorker::kParams: {
-      if (chunk.pulls.empty()) return makeStatus(StatusCode::kProtocolError, "sent chunk {} unasked", c);
+      if (chunk.pulls.empty() || !chunk.pulls.front().sent) {
+        return makeStatus(StatusCode::kProtocolError, "sent chunk {} unasked", c);
+      }
       PullInFlight pull = std::move(chunk.pulls.front());
       chunk.pulls.pop_front();
       const uint64_t version = widenAtMost(chunk.pushes, imm.value);

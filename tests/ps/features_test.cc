@@ -68,5 +68,47 @@ TEST(PsFeatures, CheckpointOnRequestThenResumeUnderAnotherOptimizerIsRefused) {
   EXPECT_NE(refused.server_status[0].message().find("lr"), std::string::npos) << refused.server_status[0].toString();
 }
 
+// Layers that share a chunk, each pulled before the next one pushed: the chunk's pull must wait
+// for the chunk's push (the server reads a pull's version against the pushes it has seen).
+TEST(PsFeatures, PullsCalledBeforeANeighbourPushedStillGetTheNextVersion) {
+  constexpr uint64_t kClocks = 10;
+  ClusterSpec spec;
+  spec.workers = 2;
+  spec.servers = 2;
+  spec.server.optimizer = parse("sgd:lr=0.05,momentum=0.9");
+  spec.train = [&](ps::Client& client, int worker) -> transport::Status {
+    const Deadline deadline = Deadline::after(std::chrono::seconds(30));
+    std::span<float> params = client.allParameters();
+    std::span<float> grads(client.gradients(0).data(), params.size());
+    initialParameters(params);
+    POSEIDON_RETURN_IF_ERROR(client.initialize(deadline));
+    std::vector<transport::RequestPtr> requests;
+    for (size_t l = 0; l < client.layerCount(); ++l) requests.push_back(client.pull(l));
+    for (uint64_t clock = 0; clock < kClocks; ++clock) {
+      for (const auto& request : requests) POSEIDON_RETURN_IF_ERROR(client.wait(request, deadline));
+      syntheticGradient(worker, clock, params, grads);
+      requests.clear();
+      // Pairs of layers: push(a), pull(a), pull(b) while b has not pushed, push(b); then all
+      // again, since a pull before the layer's own push asks for the version at hand (and a
+      // chunk travels once every layer in it asked).
+      for (size_t a = 0; a + 1 < client.layerCount(); a += 2) {
+        requests.push_back(client.push(a));
+        requests.push_back(client.pull(a));
+        requests.push_back(client.pull(a + 1));
+        requests.push_back(client.push(a + 1));
+      }
+      for (const auto& request : requests) POSEIDON_RETURN_IF_ERROR(client.wait(request, deadline));
+      requests.clear();
+      for (size_t l = 0; l < client.layerCount(); ++l) requests.push_back(client.pull(l));
+    }
+    for (const auto& request : requests) POSEIDON_RETURN_IF_ERROR(client.wait(request, deadline));
+    return client.finish(deadline);
+  };
+  const ClusterRun run = runCluster(spec);
+  for (int w = 0; w < spec.workers; ++w) ASSERT_TRUE(run.worker_status[w].isOk()) << run.worker_status[w].toString();
+  const std::vector<float> expected = referenceTraining(spec.server.optimizer, spec.workers, kClocks);
+  for (int w = 0; w < spec.workers; ++w) EXPECT_TRUE(sameBits(run.worker_params[w], expected)) << "worker " << w;
+}
+
 }  // namespace
 }  // namespace poseidon::testing
