@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <random>
@@ -344,14 +345,24 @@ TEST_P(Conformance, ClosingOnePeerFailsItsRequestsOnlyWithTheirPeerNamed) {
   EXPECT_EQ(firstMismatch(in.bytes.data(), 1000, 6), -1);
 }
 
+// One message of 4 GiB + 4099 bytes: past every 32-bit length (a verbs work request carries at
+// most 2 GiB, so the message is split). Registration touches every page of both buffers, so this
+// needs their 8 GiB resident plus headroom; short of that it skips, unless
+// POSEIDON_REQUIRE_HUGE_TESTS is set (the Soft-RoCE guest sized for it), where a skip would hide
+// that the case never ran.
 TEST_P(Conformance, MessageAboveFourGiB) {
   if (std::getenv("POSEIDON_SKIP_HUGE_TESTS")) GTEST_SKIP() << "POSEIDON_SKIP_HUGE_TESTS is set";
-  if (availableMemoryBytes() < (size_t{10} << 30)) {
-    GTEST_SKIP() << "needs 10 GiB of available memory for two 4 GiB buffers, this machine has "
-                 << (availableMemoryBytes() >> 20) << " MiB";
-  }
-  Mesh m = mesh(2);
   const size_t size = (size_t{4} << 30) + 4099;
+  const size_t needed = 2 * size + (size_t{1} << 30);
+  if (availableMemoryBytes() < needed) {
+    const std::string why = "needs " + std::to_string(needed >> 20) + " MiB of available memory for two buffers of " +
+                            std::to_string(size) + " bytes and headroom, this machine has " +
+                            std::to_string(availableMemoryBytes() >> 20) + " MiB";
+    if (std::getenv("POSEIDON_REQUIRE_HUGE_TESTS")) FAIL() << why << " (POSEIDON_REQUIRE_HUGE_TESTS is set)";
+    GTEST_SKIP() << why;
+  }
+  const auto started = Clock::now();
+  Mesh m = mesh(2);
   // Untouched anonymous pages read as zero and cost nothing on the sender; mark pages with a
   // pattern so misplaced bytes would show.
   auto map = [](size_t n) {
@@ -366,11 +377,18 @@ TEST_P(Conformance, MessageAboveFourGiB) {
   auto src_region = m[0].registerMemory(src, size);
   auto dst_region = m[1].registerMemory(dst, size);
   ASSERT_TRUE(src_region.isOk() && dst_region.isOk());
+  const auto registered = Clock::now();
+  // Soft-RoCE under QEMU's emulation moves this in 1-2 minutes; leave room for a loaded machine.
+  constexpr auto kHugeTimeout = std::chrono::seconds(400);
   auto r = m[1].pair(0).recv(0, **dst_region, 0, size);
   auto s = m[0].pair(1).send(0, **src_region, 0, size);
-  ASSERT_TRUE(s->wait(Deadline::after(std::chrono::seconds(120))).isOk()) << s->status().toString();
-  ASSERT_TRUE(r->wait(Deadline::after(std::chrono::seconds(120))).isOk()) << r->status().toString();
+  ASSERT_TRUE(s->wait(Deadline::after(kHugeTimeout)).isOk()) << s->status().toString();
+  ASSERT_TRUE(r->wait(Deadline::after(kHugeTimeout)).isOk()) << r->status().toString();
+  const auto moved = Clock::now();
   EXPECT_EQ(r->bytes(), size);
+  const auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  std::printf("%s: set-up and registration %.1f s, transfer %.1f s (%.0f MB/s)\n", GetParam().backend.c_str(),
+              seconds(registered - started), seconds(moved - registered), size / 1e6 / seconds(moved - registered));
   for (size_t i = 0; i < size; i += 1 << 20) ASSERT_EQ(dst[i], static_cast<uint8_t>(i >> 20) | 1) << i;
   EXPECT_EQ(dst[size - 1], 0x5A);
   EXPECT_EQ(dst[size - 2], 0);
