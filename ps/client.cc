@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -143,6 +144,7 @@ class ClientImpl final : public Client {
   std::vector<ChunkTrack> chunks_;
   std::vector<LayerTrack> layers_;
   Status failure_;
+  std::condition_variable failure_cv_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
 };
@@ -239,7 +241,13 @@ Status ClientImpl::initialize(Deadline deadline) {
                                 chunk.shard_offset, chunk.bytes,
                                 encodeImm(static_cast<uint8_t>(ToServer::kInit), chunk.local, 0)));
   }
-  return transport::waitAll(writes, deadline);
+  const Status status = transport::waitAll(writes, deadline);
+  if (status.isOk()) return status;
+  // A broken write only says the connection closed; the server's last words (a worker it lost)
+  // arrive through serverLoop, which records them as the failure, so give it a moment.
+  std::unique_lock lock(mutex_);
+  failure_cv_.wait_for(lock, std::chrono::seconds(2), [&] { return !failure_.isOk(); });
+  return failure_.isOk() ? status : failure_;
 }
 
 RequestPtr ClientImpl::push(size_t layer) {
@@ -429,6 +437,7 @@ Status ClientImpl::handle(int server, const Imm& imm) {
 
 void ClientImpl::failAllLocked(const Status& status) {
   if (failure_.isOk()) failure_ = status;
+  failure_cv_.notify_all();
   for (ChunkTrack& chunk : chunks_) {
     for (auto* ops : {&chunk.push_ops, &chunk.ack_ops, &chunk.pull_ops}) {
       for (const OpPtr& op : *ops) op->request->complete(failure_);
