@@ -98,6 +98,7 @@ class ClientImpl final : public Client {
   Status initialize(Deadline deadline) override;
   RequestPtr push(size_t layer) override;
   RequestPtr pull(size_t layer) override;
+  RequestPtr pull(size_t layer, uint64_t min_version) override;
   Status wait(const RequestPtr& request, Deadline deadline) override;
   uint64_t clock(size_t layer) const override {
     std::lock_guard lock(mutex_);
@@ -311,17 +312,32 @@ void ClientImpl::sendPushLocked(uint32_t c) {
 }
 
 RequestPtr ClientImpl::pull(size_t layer) {
+  uint64_t clock = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (layer < layers_.size()) clock = layers_[layer].clock;
+  }
+  return pull(layer, consistency_.minVersion(clock));
+}
+
+RequestPtr ClientImpl::pull(size_t layer, uint64_t min_version) {
   std::lock_guard lock(mutex_);
   if (layer >= layers_.size()) {
     return transport::failedRequest("pull", makeStatus(StatusCode::kInvalidArgument, "layer {} of {}", layer,
                                                        layers_.size()));
   }
   RequestPtr request = newRequest("pull", layer);
+  LayerTrack& track = layers_[layer];
+  if (min_version > track.clock) {
+    request->complete(makeStatus(StatusCode::kInvalidArgument,
+                                 "{}: version {} needs pushes this layer has not made (it is at clock {})",
+                                 request->what(), min_version, track.clock));
+    return request;
+  }
   if (!failure_.isOk()) {
     request->complete(failure_);
     return request;
   }
-  LayerTrack& track = layers_[layer];
   if (consistency_.mode == Consistency::Mode::kAsync && track.clock > start_clock_ &&
       track.clock % consistency_.n_fetch != 0) {
     request->complete(Status::ok());  // Downpour's n_fetch: keep the parameters we have
@@ -330,7 +346,6 @@ RequestPtr ClientImpl::pull(size_t layer) {
   auto op = std::make_shared<Op>();
   op->request = request;
   op->remaining = track.chunks.size();
-  const uint64_t min_version = consistency_.minVersion(track.clock);
   for (uint32_t c : track.chunks) {
     ChunkTrack& chunk = chunks_[c];
     chunk.pull_ops.push_back(op);

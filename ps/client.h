@@ -61,6 +61,9 @@ class Client {
   // Fetches the layer's parameters at the version its clock needs (BSP: all pushes of earlier
   // clocks applied; SSP(s): clock - s; async: whatever is there, every n_fetch clocks).
   virtual transport::RequestPtr pull(size_t layer) = 0;
+  // The same with an explicit version: at least `min_version` (at most the layer's clock, since
+  // a version beyond our own pushes could never come). Async servers answer at once regardless.
+  virtual transport::RequestPtr pull(size_t layer, uint64_t min_version) = 0;
   // request->wait(deadline), but a timeout names what the servers said they wait for.
   virtual transport::Status wait(const transport::RequestPtr& request, transport::Deadline deadline) = 0;
 

@@ -82,6 +82,12 @@ TEST(PsFeatures, PullsCalledBeforeANeighbourPushedStillGetTheNextVersion) {
     std::span<float> grads(client.gradients(0).data(), params.size());
     initialParameters(params);
     POSEIDON_RETURN_IF_ERROR(client.initialize(deadline));
+    // A version beyond the layer's own pushes could never arrive: refused at once, by name.
+    const auto impossible = client.pull(0, 5);
+    if (!impossible->test() || impossible->status().message().find("version 5 needs pushes") == std::string::npos) {
+      return transport::makeStatus(transport::StatusCode::kInternal, "pull(0, 5) at clock 0 gave: {}",
+                                   impossible->status().toString());
+    }
     std::vector<transport::RequestPtr> requests;
     for (size_t l = 0; l < client.layerCount(); ++l) requests.push_back(client.pull(l));
     for (uint64_t clock = 0; clock < kClocks; ++clock) {

@@ -42,10 +42,10 @@ class PsMultiprocess : public ::testing::TestWithParam<std::string> {
 TEST_P(PsMultiprocess, ServerKilledAndRestartedFromCheckpointEndsBitIdentical) {
   TempDir dir;
   JobSpec job = spec();
-  job.clocks = 60;
+  job.clocks = 80;
   job.checkpoint_dir = dir.path() + "/checkpoints";
   job.checkpoint_every = 10;
-  job.clock_delay_ms = 15;  // long enough to kill the server mid-run
+  job.clock_delay_ms = 20;  // long enough to kill the server mid-run, also on a loaded machine
   auto first = launchJob(PS_PEER_BINARY, job, dir.path(), "first");
   // Kill server 1 (rank 3) with SIGKILL once its checkpoint of clock 20 is complete.
   const std::string checkpoint = ps::checkpointPath(job.checkpoint_dir, 1, 20);
