@@ -34,6 +34,13 @@ struct Op {
 };
 using OpPtr = std::shared_ptr<Op>;
 
+OpPtr newOp(RequestPtr request, size_t chunks) {
+  auto op = std::make_shared<Op>();
+  op->request = std::move(request);
+  op->remaining = chunks;
+  return op;
+}
+
 void finishOne(const OpPtr& op) {
   if (--op->remaining == 0) op->request->complete(Status::ok(), op->bytes);
 }
@@ -285,9 +292,7 @@ RequestPtr ClientImpl::push(size_t layer) {
       return request;
     }
   }
-  auto op = std::make_shared<Op>();
-  op->request = request;
-  op->remaining = track.chunks.size();
+  const OpPtr op = newOp(request, track.chunks.size());
   for (uint32_t c : track.chunks) {
     ChunkTrack& chunk = chunks_[c];
     chunk.push_ops.push_back(op);
@@ -343,9 +348,7 @@ RequestPtr ClientImpl::pull(size_t layer, uint64_t min_version) {
     request->complete(Status::ok());  // Downpour's n_fetch: keep the parameters we have
     return request;
   }
-  auto op = std::make_shared<Op>();
-  op->request = request;
-  op->remaining = track.chunks.size();
+  const OpPtr op = newOp(request, track.chunks.size());
   for (uint32_t c : track.chunks) {
     ChunkTrack& chunk = chunks_[c];
     chunk.pull_ops.push_back(op);

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <fmt/format.h>
 
+#include "ps/spec_text.h"
+
 #include "ps/imm_code.h"
 
 namespace poseidon::ps {
@@ -70,9 +72,7 @@ Result<Consistency> parseConsistency(std::string_view text) {
     result = Consistency::async();
     std::string_view options = rest;
     while (!options.empty()) {
-      const size_t comma = options.find(',');
-      const std::string_view item = options.substr(0, comma);
-      options = comma == std::string_view::npos ? std::string_view() : options.substr(comma + 1);
+      const std::string_view item = takeItem(options);
       const size_t equals = item.find('=');
       const std::string_view key = item.substr(0, equals);
       if (equals == std::string_view::npos || (key != "push" && key != "fetch")) {

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <fmt/format.h>
 
+#include "ps/spec_text.h"
+
 #include "ps/model_zoo.h"
 
 namespace poseidon::ps {
@@ -46,9 +48,7 @@ Result<std::vector<TensorSpec>> parseModelSpec(std::string_view spec) {
   if (kind == "tensors") {
     std::string_view items = rest;
     while (!items.empty()) {
-      const size_t comma = items.find(',');
-      const std::string_view item = items.substr(0, comma);
-      items = comma == std::string_view::npos ? std::string_view() : items.substr(comma + 1);
+      const std::string_view item = takeItem(items);
       const size_t equals = item.find('=');
       if (equals == std::string_view::npos || equals == 0) {
         return makeStatus(StatusCode::kInvalidArgument, "model '{}': item '{}' is not <name>=<elements>", spec, item);
