@@ -1,11 +1,6 @@
 // CPU twin of the fused chunk update.
 //
-// Speed comes from the compiler's vectoriser, so the hot loop is shaped for it: the optimizer
-// rule and the gradient count (1..4) are template parameters (no branch inside the loop), every
-// buffer is a __restrict__ pointer (chunkUpdateProblem() has checked that written buffers overlap
-// nothing), and the step's scalars are a local copy (a store through params could otherwise
-// alias them). The loops are kept out of line: inlined side by side into one dispatcher, GCC 12
-// lost the restrict facts and left Adam with four gradients scalar (4x slower).
+// The loop itself and why it is shaped so: kernels/cpu/update_loop.h.
 //
 // More than four gradients (a server with many workers) go a cache-sized block at a time: four
 // at a time into a local sum, in rank order, and the last one to three are added in the update
@@ -15,29 +10,16 @@
 
 #include "kernels/chunk_update.h"
 #include "kernels/chunk_update_check.h"
-#include "kernels/optimizer_element.h"
+#include "kernels/cpu/update_loop.h"
 
 namespace poseidon::kernels {
 namespace {
 
+using cpu::fusedLoop;
+using cpu::offsetOrNull;
+
 // Elements per block of the generic path: 4 KiB of sums stays in L1 next to the streams.
 constexpr size_t kBlock = 1024;
-
-// g = ((a + b) + c) + d over the first N of a, b, c, d, then the element update. Pointers past N
-// are unused (the caller passes a again; reading through two restrict pointers is allowed).
-template <ElementRule R, int N>
-[[gnu::noinline]] void fusedLoop(size_t count, const float* __restrict__ a, const float* __restrict__ b,
-                                 const float* __restrict__ c, const float* __restrict__ d, float* __restrict__ w,
-                                 float* __restrict__ state0, float* __restrict__ state1, const OptimizerStep step) {
-  static_assert(N >= 1 && N <= 4);
-  for (size_t i = 0; i < count; ++i) {
-    float g = a[i];
-    if constexpr (N >= 2) g += b[i];
-    if constexpr (N >= 3) g += c[i];
-    if constexpr (N >= 4) g += d[i];
-    updateElementAt<R>(g, i, w, state0, state1, step);
-  }
-}
 
 // sum = (((sum + a) + b) + c) + d, or without the leading sum for the first four gradients.
 template <bool kAccumulate>
@@ -51,8 +33,6 @@ template <bool kAccumulate>
     sum[j] = g + d[j];
   }
 }
-
-float* offsetOrNull(float* p, size_t offset) { return p == nullptr ? nullptr : p + offset; }
 
 template <ElementRule R>
 void runRule(const ChunkUpdate& u) {

@@ -2,55 +2,22 @@
 // to the launch limit. Skips, saying why, where no device exists; the argument checks need none.
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <memory>
 #include <string>
 #include <tuple>
 
 #include "kernels/chunk_update.h"
 #include "kernels/cuda/chunk_update_cuda.h"
+#include "tests/kernels/cuda_support.h"
 #include "tests/kernels/update_case.h"
 
 namespace poseidon::kernels {
 namespace {
 
-#define ASSERT_CUDA(call)                                                           \
-  do {                                                                              \
-    const cudaError_t _err = (call);                                                \
-    ASSERT_EQ(_err, cudaSuccess) << #call << ": " << cudaGetErrorString(_err);      \
-  } while (0)
-
-// Empty when a device is there; else why not, for GTEST_SKIP.
-std::string whyNoDevice() {
-  int devices = 0;
-  const cudaError_t err = cudaGetDeviceCount(&devices);
-  if (err != cudaSuccess) return std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(err) + ")";
-  if (devices == 0) return "no CUDA device (cudaGetDeviceCount: 0 devices)";
-  return {};
-}
-
-struct DeviceFree {
-  void operator()(float* p) const { cudaFree(p); }
-};
-using DeviceBuffer = std::unique_ptr<float, DeviceFree>;
-
-DeviceBuffer toDevice(const UnalignedBuffer& host) {
-  void* p = nullptr;
-  if (cudaMalloc(&p, host.size() * sizeof(float)) != cudaSuccess) return nullptr;
-  DeviceBuffer buffer(static_cast<float*>(p));
-  if (cudaMemcpy(p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess) return nullptr;
-  return buffer;
-}
-
 void expectSameBits(const DeviceBuffer& device, const UnalignedBuffer& host, const char* name, uint64_t t) {
-  std::vector<float> copy(host.size());
-  ASSERT_CUDA(cudaMemcpy(copy.data(), device.get(), copy.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < copy.size(); ++i) {
-    if (std::memcmp(&copy[i], host.data() + i, sizeof(float)) != 0) {
-      FAIL() << name << "[" << i << "] step " << t << ": GPU " << copy[i] << ", CPU " << host[i];
-    }
-  }
+  EXPECT_TRUE(sameBits(device.get(), host.data(), host.size() * sizeof(float), name)) << "step " << t;
 }
+
+DeviceBuffer toDevice(const UnalignedBuffer& host) { return DeviceBuffer(host.data(), host.size() * sizeof(float)); }
 
 using GpuParam = std::tuple<ElementRule, int>;  // rule, gradients
 
@@ -70,12 +37,12 @@ TEST_P(ChunkUpdateGpu, MatchesTheCpuTwinBitForBit) {
     for (const UnalignedBuffer& g : c.gradients) {
       gradients.push_back(toDevice(g));
       ASSERT_TRUE(gradients.back());
-      pointers.push_back(gradients.back().get());
+      pointers.push_back(gradients.back().floats());
     }
     ChunkUpdate on_device = c.update(t);
-    on_device.params = params.get();
-    on_device.state0 = state0.get();
-    on_device.state1 = state1.get();
+    on_device.params = params.floats();
+    on_device.state0 = state0.floats();
+    on_device.state1 = state1.floats();
     on_device.gradients = pointers;
     ASSERT_CUDA(chunkUpdateCuda(on_device, nullptr));
     ASSERT_CUDA(cudaDeviceSynchronize());
@@ -86,11 +53,8 @@ TEST_P(ChunkUpdateGpu, MatchesTheCpuTwinBitForBit) {
   }
 }
 
-constexpr ElementRule kRules[] = {ElementRule::kSgd, ElementRule::kSgdMomentum, ElementRule::kSgdNesterov,
-                                  ElementRule::kAdagrad, ElementRule::kAdam};
-
 INSTANTIATE_TEST_SUITE_P(AllOptimizers, ChunkUpdateGpu,
-                         ::testing::Combine(::testing::ValuesIn(kRules),
+                         ::testing::Combine(::testing::ValuesIn(kAllRules),
                                             ::testing::Values(1, 2, 5, static_cast<int>(kMaxCudaGradients))),
                          [](const ::testing::TestParamInfo<GpuParam>& test) {
                            return caseName(std::get<0>(test.param), std::get<1>(test.param));

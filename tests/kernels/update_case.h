@@ -29,6 +29,9 @@ class UnalignedBuffer {
   std::vector<float> storage_;
 };
 
+inline constexpr ElementRule kAllRules[] = {ElementRule::kSgd, ElementRule::kSgdMomentum, ElementRule::kSgdNesterov,
+                                            ElementRule::kAdagrad, ElementRule::kAdam};
+
 // The step a rule is tested with at step t: lr 0.05, weight decay 0.01, the mean of `gradients`
 // workers, momentum 0.9, eps 1e-3, Adam's usual betas and bias corrections for t + 1.
 OptimizerStep testStep(ElementRule rule, int gradients, uint64_t t);
