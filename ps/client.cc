@@ -63,6 +63,7 @@ struct ChunkTrack {
   size_t push_ready = 0;
   uint64_t pushes = 0;
   bool awaiting_ack = false;
+  bool queued = false;             // ready, held back by the server's push window
   std::vector<OpPtr> push_ops;     // waiting for this chunk to be written
   std::vector<OpPtr> ack_ops;      // waiting for the ack of the write in flight
   // Pull
@@ -70,7 +71,8 @@ struct ChunkTrack {
   uint64_t pull_min = 0;
   std::vector<OpPtr> pull_ops;     // waiting for the chunk's other layers to ask
   std::deque<PullInFlight> pulls;  // asked (or about to be), waiting for the parameters
-  uint64_t version = 0;
+  uint64_t version = 0;            // of the parameters in our buffer
+  bool received = false;           // none yet: the buffer holds only what the trainer put there
   int blocker = -1;                // worker the server said the pull waits for
 };
 
@@ -83,8 +85,12 @@ struct LayerTrack {
 
 class ClientImpl final : public Client {
  public:
-  ClientImpl(transport::Context& context, const PsJob& job, const Consistency& consistency)
-      : context_(context), job_(job), consistency_(consistency), worker_(context.rank()) {}
+  ClientImpl(transport::Context& context, const PsJob& job, const ClientOptions& options)
+      : context_(context),
+        job_(job),
+        consistency_(options.consistency),
+        worker_(context.rank()),
+        push_window_bytes_(options.push_window_bytes) {}
 
   ~ClientImpl() override {
     stopping_.store(true);
@@ -120,6 +126,8 @@ class ClientImpl final : public Client {
   void serverLoop(int server);
   Status handle(int server, const Imm& imm);
   void sendPushLocked(uint32_t chunk);
+  void queuePushLocked(uint32_t chunk);
+  void drainPushesLocked(int server);
   void sendPullLocked(uint32_t chunk);
   void flushPullsLocked(uint32_t chunk);
   void signal(int server, ToServer type, uint32_t chunk, uint64_t value);
@@ -137,6 +145,7 @@ class ClientImpl final : public Client {
   const PsJob job_;
   const Consistency consistency_;
   const int worker_;
+  const uint64_t push_window_bytes_;
   uint64_t model_bytes_ = 0;
   std::vector<uint64_t> tensor_offsets_;
   std::vector<size_t> tensor_elements_;
@@ -150,6 +159,10 @@ class ClientImpl final : public Client {
 
   mutable std::mutex mutex_;
   std::vector<ChunkTrack> chunks_;
+  // Per server: pushed bytes not yet acknowledged, and chunks ready but held back (in the order
+  // they became ready), so acks pace this worker to the aggregation (see pushWindowBytes).
+  std::vector<uint64_t> unacked_bytes_;
+  std::vector<std::deque<uint32_t>> held_;
   std::vector<LayerTrack> layers_;
   Status failure_;
   std::condition_variable failure_cv_;
@@ -233,6 +246,8 @@ Status ClientImpl::setUp(transport::bootstrap::Store& store, std::span<const Ten
   if (!resume) return resume.status();
   start_clock_ = *resume;
   for (ChunkTrack& chunk : chunks_) chunk.pushes = chunk.version = start_clock_;
+  unacked_bytes_.assign(static_cast<size_t>(job_.servers), 0);
+  held_.resize(static_cast<size_t>(job_.servers));
   for (LayerTrack& layer : layers_) layer.clock = start_clock_;
   for (int server = 0; server < job_.servers; ++server) {
     threads_.emplace_back([this, server] { serverLoop(server); });
@@ -296,9 +311,31 @@ RequestPtr ClientImpl::push(size_t layer) {
   for (uint32_t c : track.chunks) {
     ChunkTrack& chunk = chunks_[c];
     chunk.push_ops.push_back(op);
-    if (++chunk.push_ready == chunk.layers && !chunk.awaiting_ack) sendPushLocked(c);
+    if (++chunk.push_ready == chunk.layers && !chunk.awaiting_ack) queuePushLocked(c);
   }
+  for (int server = 0; server < job_.servers; ++server) drainPushesLocked(server);
   return request;
+}
+
+void ClientImpl::queuePushLocked(uint32_t c) {
+  ChunkTrack& chunk = chunks_[c];
+  if (chunk.queued) return;
+  chunk.queued = true;
+  held_[static_cast<size_t>(chunk.server)].push_back(c);
+}
+
+void ClientImpl::drainPushesLocked(int server) {
+  // Without a window the fast workers fill their slots far ahead of the slowest one (TCP shares
+  // a server's link unevenly), the server idles, then drains a backlog: acks pace the pushes.
+  auto& held = held_[static_cast<size_t>(server)];
+  uint64_t& unacked = unacked_bytes_[static_cast<size_t>(server)];
+  while (!held.empty() && (unacked == 0 || unacked + chunks_[held.front()].bytes <= push_window_bytes_)) {
+    const uint32_t c = held.front();
+    held.pop_front();
+    chunks_[c].queued = false;
+    unacked += chunks_[c].bytes;
+    sendPushLocked(c);
+  }
 }
 
 void ClientImpl::sendPushLocked(uint32_t c) {
@@ -313,6 +350,11 @@ void ClientImpl::sendPushLocked(uint32_t c) {
   // Failures surface as the connection's failure in serverLoop.
   (void)pair.write(*grads_region_, chunk.model_offset, servers_[static_cast<size_t>(chunk.server)].slots,
                    chunk.slot_offset, chunk.bytes, encodeImm(static_cast<uint8_t>(ToServer::kPush), chunk.local, 0));
+  if (consistency_.mode == Consistency::Mode::kBsp && (chunk.pulls.empty() || chunk.pulls.back().min_version < chunk.pushes)) {
+    // BSP knows the next version now: ask for it right behind the gradient, so the server sends
+    // it the moment it exists instead of when pull() is called (behind every later push).
+    chunk.pulls.push_back({chunk.pushes, {}, false});
+  }
   flushPullsLocked(c);
 }
 
@@ -360,10 +402,25 @@ RequestPtr ClientImpl::pull(size_t layer, uint64_t min_version) {
 
 void ClientImpl::sendPullLocked(uint32_t c) {
   ChunkTrack& chunk = chunks_[c];
-  chunk.pulls.push_back({chunk.pull_min, std::move(chunk.pull_ops), false});
+  std::vector<OpPtr> ops = std::move(chunk.pull_ops);
   chunk.pull_ops.clear();
   chunk.pull_ready = 0;
+  const uint64_t min_version = chunk.pull_min;
   chunk.pull_min = 0;
+  if (consistency_.mode == Consistency::Mode::kBsp) {
+    // BSP's version is exact, so what is here or already asked for serves (see sendPushLocked).
+    if (chunk.pulls.empty() && chunk.received && chunk.version >= min_version) {
+      for (const OpPtr& op : ops) finishOne(op);
+      return;
+    }
+    for (PullInFlight& pull : chunk.pulls) {
+      if (pull.min_version >= min_version) {
+        pull.ops.insert(pull.ops.end(), ops.begin(), ops.end());
+        return;
+      }
+    }
+  }
+  chunk.pulls.push_back({min_version, std::move(ops), false});
   flushPullsLocked(c);
 }
 
@@ -389,8 +446,9 @@ void ClientImpl::serverLoop(int server) {
   transport::Pair& pair = context_.pair(job_.serverRank(server));
   RequestPtr next = pair.recvImm();
   while (!stopping_.load()) {
-    Status status = next->wait(Deadline::after(kStopPoll));
-    if (status.code() == StatusCode::kTimeout && !next->test()) continue;
+    (void)next->wait(Deadline::after(kStopPoll));
+    if (!next->test()) continue;  // it may complete between the timeout and this look
+    Status status = next->status();
     if (status.isOk()) {
       const Imm imm = decodeImm(next->imm());
       next = pair.recvImm();
@@ -420,7 +478,9 @@ Status ClientImpl::handle(int server, const Imm& imm) {
       for (const OpPtr& op : chunk.ack_ops) finishOne(op);
       chunk.ack_ops.clear();
       chunk.blocker = -1;
-      if (chunk.push_ready == chunk.layers && chunk.layers > 0) sendPushLocked(c);
+      unacked_bytes_[static_cast<size_t>(server)] -= chunk.bytes;
+      if (chunk.push_ready == chunk.layers && chunk.layers > 0) queuePushLocked(c);
+      drainPushesLocked(server);
       return Status::ok();
     }
     case ToWorker::kParams: {
@@ -435,6 +495,7 @@ Status ClientImpl::handle(int server, const Imm& imm) {
                           imm.value, pull.min_version);
       }
       chunk.version = version;
+      chunk.received = true;
       chunk.blocker = -1;
       for (const OpPtr& op : pull.ops) {
         op->bytes += chunk.bytes;
@@ -470,7 +531,8 @@ void ClientImpl::failAllLocked(const Status& status) {
 
 Status ClientImpl::wait(const RequestPtr& request, Deadline deadline) {
   Status status = request->wait(deadline);
-  if (status.code() != StatusCode::kTimeout || request->test()) return status;
+  if (request->test()) return request->status();  // also when it finished just after the timeout
+  if (status.code() != StatusCode::kTimeout) return status;
   std::lock_guard lock(mutex_);
   std::vector<std::string> waits;
   for (size_t c = 0; c < chunks_.size() && waits.size() < 4; ++c) {
@@ -533,13 +595,22 @@ Result<std::unique_ptr<Client>> Client::start(transport::Context& context, trans
                                               std::span<const TensorSpec> model, const ChunkLayout& layout,
                                               std::vector<Layer> layers, const PsJob& job,
                                               const Consistency& consistency, Deadline deadline) {
+  ClientOptions options;
+  options.consistency = consistency;
+  return start(context, store, model, layout, std::move(layers), job, options, deadline);
+}
+
+Result<std::unique_ptr<Client>> Client::start(transport::Context& context, transport::bootstrap::Store& store,
+                                              std::span<const TensorSpec> model, const ChunkLayout& layout,
+                                              std::vector<Layer> layers, const PsJob& job,
+                                              const ClientOptions& options, Deadline deadline) {
   POSEIDON_RETURN_IF_ERROR(job.validate(context));
-  POSEIDON_RETURN_IF_ERROR(consistency.validate());
+  POSEIDON_RETURN_IF_ERROR(options.consistency.validate());
   if (context.rank() >= job.workers) {
     return makeStatus(StatusCode::kInvalidArgument, "rank {} is not a worker rank of the PS job ({} workers)",
                       context.rank(), job.workers);
   }
-  auto client = std::make_unique<ClientImpl>(context, job, consistency);
+  auto client = std::make_unique<ClientImpl>(context, job, options);
   POSEIDON_RETURN_IF_ERROR(client->setUp(store, model, layout, std::move(layers), deadline));
   return std::unique_ptr<Client>(std::move(client));
 }

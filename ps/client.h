@@ -33,6 +33,14 @@ struct Layer {
   std::vector<size_t> tensors;
 };
 
+struct ClientOptions {
+  Consistency consistency;  // must match the servers'
+  // Pushed bytes per server that may await acknowledgement (at least one chunk always goes):
+  // acks then pace a fast worker to the aggregation instead of letting it fill the server's
+  // link ahead of the slowest one. 4 MiB measured best at 1 Gbit/s with 2 MiB chunks.
+  uint64_t push_window_bytes = uint64_t{4} << 20;
+};
+
 class Client {
  public:
   // Registers the buffers, publishes them and learns the servers'; every tensor must belong to
@@ -43,6 +51,11 @@ class Client {
                                                           std::vector<Layer> layers, const PsJob& job,
                                                           const Consistency& consistency,
                                                           transport::Deadline deadline);
+  static transport::Result<std::unique_ptr<Client>> start(transport::Context& context,
+                                                          transport::bootstrap::Store& store,
+                                                          std::span<const TensorSpec> model, const ChunkLayout& layout,
+                                                          std::vector<Layer> layers, const PsJob& job,
+                                                          const ClientOptions& options, transport::Deadline deadline);
   virtual ~Client() = default;
 
   virtual std::span<float> parameters(size_t tensor) = 0;
@@ -60,6 +73,9 @@ class Client {
   virtual transport::RequestPtr push(size_t layer) = 0;
   // Fetches the layer's parameters at the version its clock needs (BSP: all pushes of earlier
   // clocks applied; SSP(s): clock - s; async: whatever is there, every n_fetch clocks).
+  // Under BSP a chunk's next version is asked for as soon as its gradient is pushed, so once
+  // every layer in a chunk has pushed, its parameters may be replaced by the next version at any
+  // time; pull() says when that has happened.
   virtual transport::RequestPtr pull(size_t layer) = 0;
   // The same with an explicit version: at least `min_version` (at most the layer's clock, since
   // a version beyond our own pushes could never come). Async servers answer at once regardless.

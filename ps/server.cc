@@ -252,8 +252,9 @@ void ServerImpl::workerLoop(int worker) {
   transport::Pair& pair = context_.pair(job_.workerRank(worker));
   RequestPtr next = pair.recvImm();
   while (!stopping_.load()) {
-    Status status = next->wait(Deadline::after(kStopPoll));
-    if (status.code() == StatusCode::kTimeout && !next->test()) continue;
+    (void)next->wait(Deadline::after(kStopPoll));
+    if (!next->test()) continue;  // it may complete between the timeout and this look
+    Status status = next->status();
     if (!status.isOk()) {
       onWorkerGone(worker, status);
       return;
