@@ -2,6 +2,8 @@
 // loop), checkpoints on request, and a resume under a different optimizer refused by name.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "ps/checkpoint.h"
 #include "tests/ps/ps_cluster.h"
 #include "tests/ps/ps_job_launch.h"
@@ -114,6 +116,35 @@ TEST(PsFeatures, PullsCalledBeforeANeighbourPushedStillGetTheNextVersion) {
   for (int w = 0; w < spec.workers; ++w) ASSERT_TRUE(run.worker_status[w].isOk()) << run.worker_status[w].toString();
   const std::vector<float> expected = referenceTraining(spec.server.optimizer, spec.workers, kClocks);
   for (int w = 0; w < spec.workers; ++w) EXPECT_TRUE(sameBits(run.worker_params[w], expected)) << "worker " << w;
+}
+
+// A pull that times out says which worker the server is waiting for.
+TEST(PsFeatures, APullThatTimesOutNamesTheWorkerItWaitsFor) {
+  ClusterSpec spec;
+  spec.workers = 2;
+  spec.servers = 1;
+  transport::Status timed_out;
+  spec.train = [&](ps::Client& client, int worker) -> transport::Status {
+    const Deadline deadline = Deadline::after(std::chrono::seconds(30));
+    POSEIDON_RETURN_IF_ERROR(trainWorker(client, {worker, 2, 9, false}, deadline));
+    if (worker == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // late with clock 2
+    } else {
+      std::vector<transport::RequestPtr> requests;
+      for (size_t l = 0; l < client.layerCount(); ++l) requests.push_back(client.push(l));
+      timed_out = client.wait(client.pull(0), Deadline::after(std::chrono::milliseconds(500)));
+      for (const auto& request : requests) POSEIDON_RETURN_IF_ERROR(client.wait(request, deadline));
+      return client.finish(deadline);
+    }
+    std::vector<transport::RequestPtr> requests;
+    for (size_t l = 0; l < client.layerCount(); ++l) requests.push_back(client.push(l));
+    for (const auto& request : requests) POSEIDON_RETURN_IF_ERROR(client.wait(request, deadline));
+    return client.finish(deadline);
+  };
+  const ClusterRun run = runCluster(spec);
+  for (int w = 0; w < spec.workers; ++w) ASSERT_TRUE(run.worker_status[w].isOk()) << run.worker_status[w].toString();
+  EXPECT_EQ(timed_out.code(), transport::StatusCode::kTimeout) << timed_out.toString();
+  EXPECT_NE(timed_out.message().find("waits for worker 1"), std::string::npos) << timed_out.toString();
 }
 
 }  // namespace
