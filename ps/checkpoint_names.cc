@@ -69,4 +69,24 @@ std::vector<uint64_t> listCheckpoints(const std::string& dir, uint32_t server) {
   return clocks;
 }
 
+
+size_t removeStaleTemporaries(const std::string& dir, uint32_t server) {
+  size_t removed = 0;
+  DIR* handle = ::opendir(dir.c_str());
+  if (handle == nullptr) return removed;
+  const std::string own_suffix = fmt::format(".tmp.{}", ::getpid());
+  while (const dirent* entry = ::readdir(handle)) {
+    std::string_view name = entry->d_name;
+    // ".server-<s>.clock-<T>.ckpt.tmp.<pid>": this server's, written by another (dead) process.
+    if (!consume(name, ".")) continue;
+    const size_t tmp = name.find(".tmp.");
+    if (tmp == std::string_view::npos || name.substr(tmp) == own_suffix) continue;
+    const auto complete = parseCheckpointName(name.substr(0, tmp));
+    if (!complete || complete->server != server) continue;
+    if (::unlink(join(dir, entry->d_name).c_str()) == 0) ++removed;
+  }
+  ::closedir(handle);
+  return removed;
+}
+
 }  // namespace poseidon::ps

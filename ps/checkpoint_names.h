@@ -22,4 +22,8 @@ std::optional<CheckpointName> parseCheckpointName(std::string_view file_name);
 // "<dir>/.server-<s>.clock-<T>.ckpt.tmp.<pid>": in the same directory, so rename() is atomic.
 std::string checkpointTempPath(const std::string& dir, uint32_t server, uint64_t clock);
 
+// Removes this server's temporary files left by processes that died while writing (a restarted
+// server would otherwise keep gigabytes of them forever); returns how many went.
+size_t removeStaleTemporaries(const std::string& dir, uint32_t server);
+
 }  // namespace poseidon::ps

@@ -1,5 +1,7 @@
 #include "ps/checkpointer.h"
 
+#include "ps/checkpoint_names.h"
+
 #include <algorithm>
 #include <cstring>
 #include <spdlog/spdlog.h>
@@ -15,6 +17,10 @@ Checkpointer::Checkpointer(std::string dir, CheckpointIdentity identity, const S
       keep_(keep),
       start_clock_(start_clock),
       highest_version_(start_clock) {
+  if (const size_t stale = removeStaleTemporaries(dir_, identity_.server); stale > 0) {
+    spdlog::info("server {}: removed {} unfinished checkpoint file(s) of earlier runs from {}", identity_.server, stale,
+                 dir_);
+  }
   writer_ = std::thread([this] { writerLoop(); });
 }
 

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include <unistd.h>
+
 #include <atomic>
 #include <bit>
 #include <cstdlib>
@@ -463,6 +467,24 @@ TEST_F(Checkpoint, ListIgnoresTemporaryAndForeignFiles) {
   EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{5, 7, 40}));
   EXPECT_EQ(listCheckpoints(dir.path(), 2), (std::vector<uint64_t>{60}));
   EXPECT_TRUE(listCheckpoints(dir.path() + "/missing", 1).empty());
+}
+
+TEST_F(Checkpoint, StaleTemporariesOfThisServerAreRemovedOthersKept) {
+  const std::string own = ".server-1.clock-50.ckpt.tmp." + std::to_string(::getpid());
+  for (const std::string name : {std::string(".server-1.clock-50.ckpt.tmp.123"), std::string(".server-1.clock-9.ckpt.tmp.7"),
+                                 own, std::string(".server-2.clock-50.ckpt.tmp.123"), std::string("server-1.clock-40.ckpt"),
+                                 std::string(".server-1.clock-50.ckpt")}) {
+    writeFile(dir.path() + "/" + name, {});
+  }
+  EXPECT_EQ(removeStaleTemporaries(dir.path(), 1), 2u);
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) left.push_back(entry.path().filename());
+  std::sort(left.begin(), left.end());
+  std::vector<std::string> expected = {own, ".server-1.clock-50.ckpt", ".server-2.clock-50.ckpt.tmp.123",
+                                       "server-1.clock-40.ckpt"};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(left, expected);
+  EXPECT_EQ(removeStaleTemporaries(dir.path() + "/missing", 1), 0u);
 }
 
 TEST_F(Checkpoint, KeepPrunesOlderFilesOfThisServerOnly) {
