@@ -9,6 +9,7 @@
 #include <string>
 
 #include "transport/context.h"
+#include "transport/device_memory.h"
 #include "transport/status.h"
 
 namespace poseidon::transport {
@@ -28,8 +29,12 @@ struct DeviceOptions {
   // GID of the netdev carrying `address` (RoCE v2 where the port has it).
   int gid_index = -1;
   std::chrono::milliseconds handshake_timeout{5000};
+  // Tells GPU memory from host memory at registration (device_memory.h); null: the build's own.
+  // Tests put a stand-in here to run the staging paths on machines without a GPU.
+  std::shared_ptr<DeviceMemory> device_memory;
 
   Status validate() const;
+  std::shared_ptr<DeviceMemory> deviceMemory() const { return device_memory ? device_memory : builtinDeviceMemory(); }
 };
 
 class Device {

@@ -69,6 +69,16 @@ std::vector<BadControlCase> badControls() {
          return encoded(m);
        },
        "never posted"},
+      {"StagedWriteNoticeForNoStagedRegion",
+       [] {
+         ControlMessage m;
+         m.type = ControlType::kStagedWrite;
+         m.rkey = 0x1234;
+         m.address = 0x10000;
+         m.total = 64;
+         return encoded(m);
+       },
+       "rkey 0x1234, which is no staged region"},
       {"TooManyRingCredits",
        [] {
          ControlMessage m;

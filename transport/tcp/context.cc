@@ -29,7 +29,9 @@ Result<std::unique_ptr<MemoryRegion>> TcpContext::registerMemory(void* data, siz
   if (data == nullptr && length > 0) {
     return makeStatus(StatusCode::kInvalidArgument, "cannot register {} bytes at a null address", length);
   }
-  return std::unique_ptr<MemoryRegion>(std::make_unique<TcpMemoryRegion>(data, length, regions_));
+  auto region = TcpMemoryRegion::create(data, length, device_->options().deviceMemory(), regions_);
+  if (!region) return region.status();
+  return std::unique_ptr<MemoryRegion>(std::move(*region));
 }
 
 bool TcpContext::expectsInbound(int src_rank, int stream, int num_streams) const {

@@ -1,27 +1,26 @@
 #include "transport/tcp/memory.h"
 
+#include "transport/host_staging.h"
+
 namespace poseidon::transport::tcp {
 
-uint32_t RegionRegistry::add(MemoryRegion* region) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const uint32_t key = next_key_++;
-  regions_[key] = region;
-  return key;
+Result<std::unique_ptr<TcpMemoryRegion>> TcpMemoryRegion::create(void* data, size_t size,
+                                                                 const std::shared_ptr<DeviceMemory>& runtime,
+                                                                 std::shared_ptr<RegionRegistry> registry) {
+  auto device = runtime->isDeviceMemory(data, size);
+  if (!device) return device.status();
+  std::unique_ptr<HostStaging> staging;
+  if (*device) {
+    auto created = HostStaging::create(runtime, data, size);
+    if (!created) return created.status();
+    staging = std::move(*created);
+  }
+  return std::unique_ptr<TcpMemoryRegion>(new TcpMemoryRegion(data, size, std::move(staging), std::move(registry)));
 }
 
-void RegionRegistry::remove(uint32_t key) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  regions_.erase(key);
-}
-
-MemoryRegion* RegionRegistry::find(uint32_t key) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = regions_.find(key);
-  return it == regions_.end() ? nullptr : it->second;
-}
-
-TcpMemoryRegion::TcpMemoryRegion(void* data, size_t size, std::shared_ptr<RegionRegistry> registry)
-    : MemoryRegion(data, size), registry_(std::move(registry)), key_(registry_->add(this)) {}
+TcpMemoryRegion::TcpMemoryRegion(void* data, size_t size, std::unique_ptr<HostStaging> staging,
+                                 std::shared_ptr<RegionRegistry> registry)
+    : MemoryRegion(data, size, std::move(staging)), registry_(std::move(registry)), key_(registry_->add(this)) {}
 
 TcpMemoryRegion::~TcpMemoryRegion() { registry_->remove(key_); }
 
@@ -31,6 +30,8 @@ RemoteDescriptor TcpMemoryRegion::remote() const {
   d.key = key_;
   d.address = 0;  // TCP writes name offsets, never addresses
   d.length = size();
+  // Said for completeness: TCP writers need not act on it, every frame names its range anyway.
+  d.staged = staged();
   return d;
 }
 

@@ -87,7 +87,7 @@ void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t b
       const Slice& s = slices[slice_index];
       const uint64_t take = std::min(need, s.length - slice_offset);
       if (take > 0) {
-        uint8_t* base = s.region->data() + s.offset + slice_offset;
+        uint8_t* base = s.region->wire() + s.offset + slice_offset;
         frame.payload.push_back({base, take});
         if (options_.payload_crc) crc = wire::crc32c(base, take, crc);
       }
@@ -114,7 +114,9 @@ void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t b
 
 RequestPtr TcpPair::sendv(uint32_t tag, std::span<const Slice> slices) {
   auto request = std::make_shared<Request>(describe("send", tag));
-  return submit(request, checks_.send(*request, slices), [&](Completions& done) {
+  Status invalid = checks_.send(*request, slices);
+  if (invalid.isOk()) invalid = stageOut(*request, slices);
+  return submit(request, invalid, [&](Completions& done) {
     rendezvous_.send(tag, PendingSend::of(request, slices), [&](uint64_t seq, PendingSend send, uint64_t room) {
       startSendLocked(tag, seq, std::move(send), room, done);
       flushAllLocked(done);
@@ -160,7 +162,8 @@ RequestPtr TcpPair::write(const MemoryRegion& local, uint64_t local_offset, cons
                           uint64_t remote_offset, uint64_t length, uint32_t imm) {
   auto request = std::make_shared<Request>(fmt::format("write of {} bytes to region {} of {}", length, remote.key,
                                                        peerName()));
-  const Status invalid = checks_.write(*request, local, local_offset, remote, remote_offset, length);
+  Status invalid = checks_.write(*request, local, local_offset, remote, remote_offset, length);
+  if (invalid.isOk()) invalid = local.stageOut(local_offset, length).withContext(request->what());
   return submit(request, invalid, [&](Completions& done) {
     auto op = std::make_shared<SendOp>();
     op->request = request;
@@ -201,7 +204,7 @@ Result<uint8_t*> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
       }
       posted.started = true;
       posted.total = h.total;
-      return posted.region->data() + posted.offset + h.offset;
+      return posted.region->wire() + posted.offset + h.offset;
     }
     case wire::FrameType::kWrite: {
       MemoryRegion* region = context_.findRegion(h.tag);
@@ -218,7 +221,7 @@ Result<uint8_t*> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
         return makeStatus(StatusCode::kProtocolError, "{} sent write number {}, expected one in [{}, {})", peerName(),
                           h.seq, next_notify_seq_, next_notify_seq_ + kMaxWritesInFlight);
       }
-      return region->data() + h.offset;
+      return region->wire() + h.offset;
     }
   }
   return makeStatus(StatusCode::kInternal, "unhandled frame type {}", static_cast<int>(h.type));
@@ -249,6 +252,12 @@ Status TcpPair::onFrameComplete(const wire::FrameHeader& h) {
       case wire::FrameType::kData: {
         // onFrameHeader checked it exists; only this thread removes it.
         PostedRecv& posted = *rendezvous_.findPosted(h.tag, h.seq);
+        // Device memory behind staging gets each piece as it lands, so the receive completes
+        // with all of it on the device. A failed copy is local trouble, but the message cannot
+        // be delivered whole any more: the pair fails with the cause.
+        result = posted.region->stageIn(posted.offset + h.offset, h.length)
+                     .withContext(fmt::format("landing message {} on tag {} in device memory", h.seq, h.tag));
+        if (!result.isOk()) break;
         posted.received += h.length;
         if (posted.received >= posted.total) {
           done.push_back({posted.request, Status::ok(), posted.total});
@@ -257,6 +266,12 @@ Status TcpPair::onFrameComplete(const wire::FrameHeader& h) {
         break;
       }
       case wire::FrameType::kWrite: {
+        // As for kData: on the device before the immediate is delivered.
+        if (const MemoryRegion* region = context_.findRegion(h.tag)) {
+          result = region->stageIn(h.offset, h.length)
+                       .withContext(fmt::format("landing write {} into region key {} in device memory", h.seq, h.tag));
+          if (!result.isOk()) break;
+        }
         IncomingWrite& w = incoming_writes_[h.seq];
         w.total = h.total;
         w.imm = h.imm;

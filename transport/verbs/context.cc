@@ -75,7 +75,8 @@ Result<std::unique_ptr<MemoryRegion>> VerbsContext::registerMemory(void* data, s
   if (data == nullptr && length > 0) {
     return makeStatus(StatusCode::kInvalidArgument, "cannot register {} bytes at a null address", length);
   }
-  auto region = VerbsMemoryRegion::create(device_->pd(), data, length, kAccess);
+  auto region = VerbsMemoryRegion::create(device_->pd(), data, length, kAccess, device_->options().deviceMemory(),
+                                          device_->stagedRegions());
   if (!region) return region.status();
   return std::unique_ptr<MemoryRegion>(std::move(*region));
 }

@@ -48,11 +48,11 @@ Result<ControlMessage> decodeControl(const uint8_t* in, size_t length, const std
   const uint8_t type = in[4];
   const bool known = (type >= static_cast<uint8_t>(ControlType::kClearToSend) &&
                       type <= static_cast<uint8_t>(ControlType::kSendError)) ||
-                     type == static_cast<uint8_t>(ControlType::kRingCredit) ||
-                     type == static_cast<uint8_t>(ControlType::kHandshake);
+                     (type >= static_cast<uint8_t>(ControlType::kRingCredit) &&
+                      type <= static_cast<uint8_t>(ControlType::kStagedWrite));
   if (!known) {
-    return makeStatus(StatusCode::kProtocolError, "control message type {} from {} is not one of 1, 2, 3, 5, 6", type,
-                      peer);
+    return makeStatus(StatusCode::kProtocolError, "control message type {} from {} is not one of 1, 2, 3, 5, 6, 7",
+                      type, peer);
   }
   m.type = static_cast<ControlType>(type);
   m.payload_length = in[5];

@@ -6,6 +6,9 @@
 // message: their last WRITE is an RDMA WRITE WITH IMM, completed at the target with the
 // immediate once all the write's data is placed. The same credit protocol as the
 // TCP backend, with addresses: a receive posts room, the sender writes into it.
+// Except into staged regions (device memory behind a host copy, memory.h): the target must
+// learn the range to copy it to the device, so such a write's plain WRITEs are followed by a
+// staged-write notice naming address, rkey and length, with the immediate in `tag`.
 //
 // Layout (kControlSize bytes, little-endian):
 //    0 u32 magic   'PSVC'
@@ -13,11 +16,11 @@
 //    5 u8  payload_length  bytes of `payload` used (handshake messages)
 //    6 u16 reserved (0)
 //    8 u32 ring_credits  receive slots the sender reposted since its last report
-//   12 u32 tag     (kClearToSend, kDone, kSendError)
+//   12 u32 tag     (kClearToSend, kDone, kSendError); the immediate (kStagedWrite)
 //   16 u64 seq     message number per (pair, tag)
-//   24 u64 total   room (kClearToSend), message length (kDone, kSendError)
-//   32 u64 address where the room starts (kClearToSend)
-//   40 u32 rkey    of the room (kClearToSend)
+//   24 u64 total   room (kClearToSend), message length (kDone, kSendError), write length (kStagedWrite)
+//   32 u64 address where the room starts (kClearToSend), where the write landed (kStagedWrite)
+//   40 u32 rkey    of the room (kClearToSend), of the region written (kStagedWrite)
 //   44 u32 reserved (0)
 //   48 u32 crc     CRC32C of bytes 0..47 and the payload
 //   52 u32 reserved (0)
@@ -44,6 +47,7 @@ enum class ControlType : uint8_t {
   // 4 was a write notice; one-sided writes now carry their immediate in RDMA WRITE WITH IMM.
   kRingCredit = 5,   // only returns receive-ring credits
   kHandshake = 6,    // one of the wire handshake messages, in `payload`
+  kStagedWrite = 7,  // a one-sided write into a staged region landed at (address, rkey, total)
 };
 
 struct ControlMessage {

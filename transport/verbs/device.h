@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "transport/device.h"
+#include "transport/region_registry.h"
 #include "transport/socket.h"
 
 namespace poseidon::transport::verbs {
@@ -40,6 +41,9 @@ class VerbsDevice final : public Device, public std::enable_shared_from_this<Ver
   rdma_event_channel* eventChannel() const { return channel_; }
   const SocketAddress& boundAddress() const { return bound_; }
   uint32_t maxSge() const { return max_sge_; }
+  // Regions of this device's protection domain that are device memory behind host staging, by
+  // rkey: a peer's write notice names one (memory.h).
+  const std::shared_ptr<RegionRegistry>& stagedRegions() const { return staged_regions_; }
   // "rxe0 port 1 (RoCE v2, GID index 1 ::ffff:10.0.2.15, MTU 1024)": for logs and errors.
   std::string describe() const { return description_; }
 
@@ -66,6 +70,7 @@ class VerbsDevice final : public Device, public std::enable_shared_from_this<Ver
   ibv_comp_channel* completion_channel_ = nullptr;
   ibv_cq* cq_ = nullptr;
   uint32_t max_sge_ = 1;
+  std::shared_ptr<RegionRegistry> staged_regions_ = std::make_shared<RegionRegistry>();
   uint32_t max_pairs_ = 0;
   SocketAddress bound_;
   std::string listen_address_;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "transport/slices.h"
 #include "transport/verbs/device.h"
 #include "transport/verbs/explicit_gid.h"
 #include "transport/wire/frame.h"
@@ -146,7 +147,7 @@ Status VerbsPair::enqueueWritesLocked(std::span<const Slice> slices, uint64_t re
       if (entry.sges.size() == max_sge_ || entry_bytes == kMaxWriteBytes) flush_entry();
       const uint64_t take = std::min(slice.length - done, kMaxWriteBytes - entry_bytes);
       ibv_sge sge{};
-      sge.addr = reinterpret_cast<uint64_t>(slice.region->data() + slice.offset + done);
+      sge.addr = reinterpret_cast<uint64_t>(slice.region->wire() + slice.offset + done);
       sge.length = static_cast<uint32_t>(take);
       sge.lkey = region->lkey();
       entry.sges.push_back(sge);
@@ -286,7 +287,9 @@ Status VerbsPair::injectRawControl(std::span<const uint8_t> bytes) {
 
 RequestPtr VerbsPair::sendv(uint32_t tag, std::span<const Slice> slices) {
   auto request = std::make_shared<Request>(describe("send", tag));
-  return submit(request, checks_.send(*request, slices), [&](Completions& done) {
+  Status invalid = checks_.send(*request, slices);
+  if (invalid.isOk()) invalid = stageOut(*request, slices);
+  return submit(request, invalid, [&](Completions& done) {
     rendezvous_.send(tag, PendingSend::of(request, slices), [&](uint64_t seq, PendingSend send, const ClearToSend& cts) {
       startSendLocked(tag, seq, std::move(send), cts, done);
       drainOutboxLocked(done);
@@ -322,9 +325,9 @@ RequestPtr VerbsPair::recv(uint32_t tag, MemoryRegion& region, uint64_t offset, 
     ControlMessage cts;
     cts.type = ControlType::kClearToSend;
     cts.tag = tag;
-    cts.seq = rendezvous_.post(tag, PostedRecv{request, length});
+    cts.seq = rendezvous_.post(tag, PostedRecv{request, length, &region, offset});
     cts.total = length;
-    cts.address = reinterpret_cast<uint64_t>(region.data() + offset);
+    cts.address = reinterpret_cast<uint64_t>(region.wire() + offset);
     cts.rkey = asVerbs(&region)->rkey();  // checks_ refused regions of other backends
     enqueueControlLocked(cts);
     drainOutboxLocked(done);
@@ -335,7 +338,8 @@ RequestPtr VerbsPair::write(const MemoryRegion& local, uint64_t local_offset, co
                             uint64_t remote_offset, uint64_t length, uint32_t imm) {
   auto request =
       std::make_shared<Request>(fmt::format("write of {} bytes to region {} of {}", length, remote.key, peerName()));
-  const Status invalid = checks_.write(*request, local, local_offset, remote, remote_offset, length);
+  Status invalid = checks_.write(*request, local, local_offset, remote, remote_offset, length);
+  if (invalid.isOk()) invalid = local.stageOut(local_offset, length).withContext(request->what());
   return submit(request, invalid, [&](Completions& done) {
     auto op = std::make_shared<SendOp>();
     op->request = request;
@@ -344,6 +348,20 @@ RequestPtr VerbsPair::write(const MemoryRegion& local, uint64_t local_offset, co
     Status st = enqueueWritesLocked(std::span<const Slice>(&slice, 1), remote.address + remote_offset, remote.key, op);
     if (!st.isOk()) {
       failRequest(done, request, st);
+      return;
+    }
+    if (remote.staged) {
+      // The target copies the range to its device when the notice arrives, which RC delivers
+      // after the WRITEs before it landed; the immediate rides along.
+      ControlMessage notice;
+      notice.type = ControlType::kStagedWrite;
+      notice.tag = imm;
+      notice.address = remote.address + remote_offset;
+      notice.rkey = remote.key;
+      notice.total = length;
+      enqueueControlLocked(notice);
+      if (op->wrs_left == 0) done.push_back({request, Status::ok(), 0});
+      drainOutboxLocked(done);
       return;
     }
     if (op->wrs_left == 0) {
@@ -461,11 +479,40 @@ Status VerbsPair::onControlLocked(const ControlMessage& m, Completions& done) {
         return makeStatus(StatusCode::kProtocolError, "{} reported a message of {} bytes on tag {} into {} bytes",
                           peerName(), m.total, m.tag, posted.room);
       }
+      // A failed copy to the device leaves the message undeliverable: the pair fails with it,
+      // and so does this receive, which the pair no longer holds.
+      const Status landed = posted.region->stageIn(posted.offset, m.total)
+                                .withContext(fmt::format("landing message {} on tag {} in device memory", m.seq, m.tag));
+      if (!landed.isOk()) {
+        failRequest(done, posted.request, landed);
+        return landed;
+      }
       done.push_back({posted.request, Status::ok(), m.total});
       return Status::ok();
     }
+    case ControlType::kStagedWrite:
+      POSEIDON_RETURN_IF_ERROR(onStagedWriteLocked(m));
+      return imms_.deliver(m.tag, done);
   }
   return makeStatus(StatusCode::kInternal, "unhandled control type {}", static_cast<int>(m.type));
+}
+
+Status VerbsPair::onStagedWriteLocked(const ControlMessage& m) {
+  const MemoryRegion* region = device_.stagedRegions()->find(m.rkey);
+  if (region == nullptr) {
+    return makeStatus(StatusCode::kProtocolError,
+                      "{} sent a staged-write notice for rkey 0x{:x}, which is no staged region here", peerName(),
+                      m.rkey);
+  }
+  const auto base = reinterpret_cast<uint64_t>(region->wire());
+  if (m.address < base || !region->contains(m.address - base, m.total)) {
+    return makeStatus(StatusCode::kProtocolError,
+                      "{} sent a staged-write notice for {} bytes at 0x{:x} under rkey 0x{:x}, outside that region "
+                      "[0x{:x}, +{})",
+                      peerName(), m.total, m.address, m.rkey, base, region->size());
+  }
+  return region->stageIn(m.address - base, m.total)
+      .withContext(fmt::format("landing a write of {} bytes from {} in device memory", m.total, peerName()));
 }
 
 // ---------------------------------------------------------------------------------------------

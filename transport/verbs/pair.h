@@ -5,8 +5,10 @@
 // - recv() sends clear-to-send (tag, seq, address, rkey, room); the sender RDMA-writes the
 //   message straight into that room and then sends done (tag, seq, length). RC delivers the
 //   done only after the writes landed. Too large a message: send-error, both requests fail.
-// - write() RDMA-writes into the peer's region, then sends a write notice with the immediate;
-//   notices arrive in posted order and feed recvImm().
+// - write() RDMA-writes into the peer's region, the last WRITE carrying the immediate (RDMA WRITE
+//   WITH IMM); immediates arrive in posted order and feed recvImm(). Into a staged region (GPU
+//   memory behind a host copy, memory.h) the WRITEs are followed by a staged-write notice
+//   instead, naming the range the target must copy to the device before the immediate.
 // - the control ring has credits: each side may send as many control messages as the other
 //   has receive slots posted; slots reposted are reported back in every control message.
 // Every work request goes through one FIFO outbox, so a done never overtakes its writes and
@@ -111,6 +113,8 @@ class VerbsPair final : public PairBase {
   struct PostedRecv {
     RequestPtr request;
     uint64_t room = 0;
+    const MemoryRegion* region = nullptr;  // staged: the message is copied to the device on done
+    uint64_t offset = 0;
   };
   using PendingSend = transport::PendingSend<SendOp>;
   // The room a clear-to-send grants: where the sender RDMA-writes the message.
@@ -130,6 +134,8 @@ class VerbsPair final : public PairBase {
   void drainOutboxLocked(Completions& done);
   void startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, const ClearToSend& cts, Completions& done);
   Status onControlLocked(const ControlMessage& message, Completions& done);
+  // A peer's write into one of our staged regions landed: copy it to the device.
+  Status onStagedWriteLocked(const ControlMessage& message);
   Status onHandshakeLocked(const ControlMessage& message);
   void failLocked(const Status& cause, Completions& done);
   // rdma_disconnect, and for our own QP what rdma_cm does for its own: to the error state, so

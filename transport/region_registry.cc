@@ -1,0 +1,28 @@
+#include "transport/region_registry.h"
+
+namespace poseidon::transport {
+
+uint32_t RegionRegistry::add(MemoryRegion* region) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint32_t key = next_key_++;
+  regions_[key] = region;
+  return key;
+}
+
+void RegionRegistry::insert(uint32_t key, MemoryRegion* region) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  regions_[key] = region;
+}
+
+void RegionRegistry::remove(uint32_t key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  regions_.erase(key);
+}
+
+MemoryRegion* RegionRegistry::find(uint32_t key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = regions_.find(key);
+  return it == regions_.end() ? nullptr : it->second;
+}
+
+}  // namespace poseidon::transport
