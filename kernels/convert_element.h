@@ -3,8 +3,10 @@
 // Written as integer and exact float operations rather than with the hardware's conversion
 // instructions, so the CPU twin (any ISA, even without F16C) and the CUDA kernel produce the same
 // bits from the same source. Rounding is to nearest, ties to even, like cvt.rn on the GPU and
-// vcvtps2ph on x86; a NaN stays a NaN (made quiet, sign kept), overflow goes to infinity and
-// binary16 keeps its subnormals. Every branch is a select the vectoriser turns into a blend.
+// vcvtps2ph on x86; a NaN stays a NaN (made quiet, sign and leading payload kept), overflow goes
+// to infinity and binary16 keeps its subnormals. The binary16 functions give exactly the bits of
+// x86's F16C instructions for every input (tests/kernels/convert_test.cc), which the CPU twin
+// uses where the CPU has them. Every branch is a select the vectoriser turns into a blend.
 #pragma once
 
 #include <cstdint>
@@ -63,11 +65,13 @@ POSEIDON_HD inline float halfBitsToFloat(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exponent = h & 0x7c00u;
   const uint32_t mantissa = h & 0x3ffu;
-  // Normal: rebias 15 -> 127. Infinity / NaN: all-ones exponent, mantissa (payload) kept.
+  // Normal: rebias 15 -> 127. Infinity: all-ones exponent. NaN: payload kept and made quiet, as
+  // the hardware conversions do (vcvtph2ps, cvt.f32.f16), so a CPU twin may use them.
   const uint32_t normal = ((exponent + ((127u - 15u) << 10)) << 13) | (mantissa << 13);
-  const uint32_t special = 0x7f800000u | (mantissa << 13);
-  // Subnormal (or zero): mantissa x 2^-24, exact in float (at most 10 significant bits).
-  const uint32_t subnormal = floatBits(static_cast<float>(mantissa) * 5.9604644775390625e-8f);
+  const uint32_t special = 0x7f800000u | (mantissa != 0 ? 0x00400000u : 0u) | (mantissa << 13);
+  // Subnormal (or zero): mantissa x 2^-24, exact in float (at most 10 significant bits). Signed
+  // int to float: a vector instruction everywhere, where unsigned needs branches before AVX-512.
+  const uint32_t subnormal = floatBits(static_cast<float>(static_cast<int32_t>(mantissa)) * 5.9604644775390625e-8f);
   const uint32_t magnitude = exponent == 0x7c00u ? special : (exponent == 0 ? subnormal : normal);
   return bitsFloat(sign | magnitude);
 }

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/cpu_isa.h"
+
 namespace poseidon::kernels {
 
 // The element type of the packed buffer; the tensors are always float.
@@ -45,6 +47,7 @@ struct PackJob {
   // is one float multiplication (so 1/P scaling is the same rounding the server would do) and
   // a scale of 1 changes nothing.
   float scale = 1.0f;
+  CpuIsa isa = CpuIsa::kAuto;  // the CPU twin's vector code (kernels/cpu_isa.h); same bits for any
 };
 
 // CPU twins. Throw std::invalid_argument (the message from packProblem()) for a bad job.

@@ -8,11 +8,15 @@ std::string packProblem(const PackJob& job, bool pieces_readable) {
   if (packedTypeName(job.type) == nullptr) {
     return fmt::format("type {} is not f32 (1), bf16 (2) or f16 (3)", static_cast<int>(job.type));
   }
+  if (isaName(job.isa) == nullptr) {
+    return fmt::format("isa {} is not auto (0), generic (1), avx2 (2) or avx512 (3)", static_cast<int>(job.isa));
+  }
   if (job.packed == nullptr && job.packed_count > 0) {
     return fmt::format("packed is null but packed_count is {}", job.packed_count);
   }
   if (job.pieces.data() == nullptr && !job.pieces.empty()) return "pieces is null but has a size";
   if (!pieces_readable) return {};
+  if (!cpuHasIsa(job.isa)) return fmt::format("isa {} is not supported by this CPU", isaName(job.isa));
   uint64_t end = 0;  // of the last non-empty piece, pieces[last]
   size_t last = 0;
   for (size_t k = 0; k < job.pieces.size(); ++k) {

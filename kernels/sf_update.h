@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/cpu_isa.h"
 #include "kernels/optimizer_step.h"
 
 namespace poseidon::kernels {
@@ -30,10 +31,6 @@ enum class SfMethod : uint8_t {
   // kernel for the CPU, its blocking and thread count. Only where built with OpenBLAS.
   kBlas = 2,
 };
-
-// Which vector code the exact CPU method uses; every choice gives the same bits (tests force each
-// one the CPU can run). kAuto picks the widest the CPU has.
-enum class CpuIsa : uint8_t { kAuto = 0, kGeneric = 1, kAvx2 = 2, kAvx512 = 3 };
 
 struct SfUpdate {
   // W and its optimizer state: rows x cols, row-major, row stride cols.
@@ -50,15 +47,14 @@ struct SfUpdate {
   std::span<const float* const> v;
   OptimizerStep step;  // grad_scale is usually 1/P
   SfMethod method = SfMethod::kExact;
-  CpuIsa isa = CpuIsa::kAuto;  // CPU twin, kExact only
+  CpuIsa isa = CpuIsa::kAuto;  // the exact method's vector code on the CPU (kernels/cpu_isa.h)
 };
 
 // CPU twin. Throws std::invalid_argument (sfUpdateProblem()'s message) for a bad update, and for
 // kBlas in a build without OpenBLAS or an isa this CPU cannot run.
 void sfUpdateCpu(const SfUpdate& update);
 
-// Whether this build has the kBlas method, and whether this CPU runs the given isa.
+// Whether this build has the kBlas method.
 bool sfBlasAvailable();
-bool cpuHasIsa(CpuIsa isa);
 
 }  // namespace poseidon::kernels

@@ -11,7 +11,7 @@ std::string sfUpdateProblem(const SfUpdate& update) {
   if (update.method != SfMethod::kExact && update.method != SfMethod::kBlas) {
     return fmt::format("method {} is not exact (1) or blas (2)", static_cast<int>(update.method));
   }
-  if (static_cast<int>(update.isa) > static_cast<int>(CpuIsa::kAvx512)) {
+  if (isaName(update.isa) == nullptr) {
     return fmt::format("isa {} is not auto (0), generic (1), avx2 (2) or avx512 (3)", static_cast<int>(update.isa));
   }
   if (update.params == nullptr) return "params is null";
@@ -38,7 +38,7 @@ std::string sfUpdateCpuProblem(const SfUpdate& update) {
     return "method blas needs a build with OpenBLAS (libopenblas-dev); this one has none";
   }
   if (update.method == SfMethod::kExact && !cpuHasIsa(update.isa)) {
-    return fmt::format("isa {} is not supported by this CPU", update.isa == CpuIsa::kAvx2 ? "avx2" : "avx512");
+    return fmt::format("isa {} is not supported by this CPU", isaName(update.isa));
   }
   return {};
 }

@@ -4,17 +4,14 @@
 
 #include <cstddef>
 
+#include "kernels/cpu/update_loop.h"
 #include "kernels/sf_update.h"
 
 namespace poseidon::kernels::cpu {
 
-// Applies the optimizer to `count` elements of one row of W given that row of G (the caller
-// instantiates it for the step's rule).
-using RowUpdate = void (*)(size_t count, const float* g, float* w, float* state0, float* state1,
-                           const OptimizerStep& step);
-
 // Whether this build has OpenBLAS; without it sfUpdateBlas() must not be called.
 bool haveSfBlas();
+// `row_update` applies the step's rule to one row of W given that row of G.
 void sfUpdateBlas(const SfUpdate& update, RowUpdate row_update);
 
 }  // namespace poseidon::kernels::cpu

@@ -1,4 +1,4 @@
-// The portable micro-kernel: std::fma is the IEEE fused multiply-add (one rounding) on every
+// The portable tile kernel: std::fma is the IEEE fused multiply-add (one rounding) on every
 // platform, in hardware where there is one, so this gives the vector kernels' bits everywhere.
 #include <cmath>
 
@@ -7,25 +7,32 @@
 namespace poseidon::kernels::cpu {
 namespace {
 
-constexpr int kMr = 4;
-constexpr int kNr = 8;
+struct Generic {
+  static constexpr int mr = 4;
+  static constexpr int nr = 8;
 
-void run(const MicroTile& t) {
-  float g[kMr][kNr] = {};
-  const float* u = t.u_panel;
-  const float* v = t.v_panel;
-  for (size_t k = 0; k < t.depth; ++k, u += kMr, v += kNr) {
-    for (int r = 0; r < kMr; ++r) {
-      for (int c = 0; c < kNr; ++c) g[r][c] = std::fma(u[r], v[c], g[r][c]);
+  static void accumulate(const Panels& p, float* g) {
+    float acc[mr][nr] = {};
+    const float* u = p.u;
+    const float* v = p.v;
+    for (size_t k = 0; k < p.depth; ++k, u += mr, v += nr) {
+      for (int r = 0; r < mr; ++r) {
+        for (int c = 0; c < nr; ++c) acc[r][c] = std::fma(u[r], v[c], acc[r][c]);
+      }
+    }
+    for (int r = 0; r < mr; ++r) {
+      for (int c = 0; c < nr; ++c) g[r * nr + c] = acc[r][c];
     }
   }
-  for (int r = 0; r < kMr; ++r) {
-    for (int c = 0; c < kNr; ++c) t.g[r * kNr + c] = g[r][c];
+
+  template <ElementRule R>
+  static void row(size_t n, const float* g, float* w, float* s0, float* s1, const OptimizerStep step) {
+    rowUpdate<R>(n, g, w, s0, s1, step);
   }
-}
+};
 
 }  // namespace
 
-MicroKernelInfo genericMicroKernel() { return {run, kMr, kNr}; }
+TileKernels genericTiles() { return tilesOf<Generic>(); }
 
 }  // namespace poseidon::kernels::cpu

@@ -1,13 +1,13 @@
 // CPU twin of the fused SF reconstruction + update, exact method (kernels/sf_update.h).
 //
-// Cache blocking in the GotoBLAS manner, minus the k split: a block of nc columns of every V_p is
-// copied into k-major panels sized to stay in L2 (1 MiB); for each strip of mr rows the U_p rows
-// are copied into one small panel (L1); a micro-kernel (kernels/cpu/sf_tile.h) forms each
-// mr x nr tile of G in registers over the whole depth P * rank, in the promised order; and the
-// tile goes straight into the optimizer's update loop (kernels/cpu/update_loop.h) while it is
-// still in L1. W and its state are read and written once; G never exists as a matrix. The
-// depth is not split into blocks, because that would need G's partial sums in memory and SF
-// ranks are small (a batch: 32..1024 with all peers).
+// Cache blocking in the GotoBLAS manner, minus the k split: every U_p's rows are copied once
+// into k-major panels of mr rows (all peers, rank order); a block of nc columns of every V_p
+// likewise into panels of nr columns, sized so the block stays in L2 (512 KiB) while every strip
+// of rows passes over it; and a tile kernel (kernels/cpu/sf_tile.h) forms each mr x nr tile of
+// G in registers over the whole depth P * rank, in the promised order, and puts it straight
+// through the optimizer's update loop while it is in L1. W and its state are read and written
+// once; G never exists as a matrix. The depth is not split into blocks: the panels of SF ranks
+// (a batch: 32..1024 with all peers) fit L2 whole, so splitting would only add passes over G.
 #include <algorithm>
 #include <stdexcept>
 
@@ -21,21 +21,34 @@
 namespace poseidon::kernels {
 namespace {
 
-using cpu::MicroKernelInfo;
+using cpu::TileKernels;
 
 // V's packed block: its panels are read once per strip of mr rows, so they should stay in L2.
-constexpr size_t kVBlockBytes = size_t{1} << 20;
+constexpr size_t kVBlockBytes = size_t{512} << 10;
 
-MicroKernelInfo microKernelFor(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::kGeneric: return cpu::genericMicroKernel();
-    case CpuIsa::kAvx2: return cpu::avx2MicroKernel();
-    case CpuIsa::kAvx512: return cpu::avx512MicroKernel();
-    case CpuIsa::kAuto: break;
+// W's rows of a tile are 128 bytes of a 16 KiB row at a time (a 4096-wide layer), too short for
+// the hardware prefetchers to see a stream, so each tile's rows of W and its state are asked for
+// this many tiles ahead: enough to cover a DRAM access at the shallowest depths (a tile of depth
+// 32 computes in a few hundred cycles).
+constexpr size_t kPrefetchAhead = 8;
+
+void prefetch(const cpu::TileTarget& t) {
+  for (size_t r = 0; r < t.rows; ++r) {
+    for (size_t c = 0; c < t.cols; c += 16) {  // one 64-byte line each
+      const size_t at = r * t.stride + c;
+      __builtin_prefetch(t.w + at, 1);
+      if (t.state0 != nullptr) __builtin_prefetch(t.state0 + at, 1);
+      if (t.state1 != nullptr) __builtin_prefetch(t.state1 + at, 1);
+    }
   }
-  if (cpuHasIsa(CpuIsa::kAvx512)) return cpu::avx512MicroKernel();
-  if (cpuHasIsa(CpuIsa::kAvx2)) return cpu::avx2MicroKernel();
-  return cpu::genericMicroKernel();
+}
+
+TileKernels tilesFor(CpuIsa isa) {
+  switch (resolveIsa(isa)) {
+    case CpuIsa::kAvx512: return cpu::avx512Tiles();
+    case CpuIsa::kAvx2: return cpu::avx2Tiles();
+    default: return cpu::genericTiles();
+  }
 }
 
 // panel[(p * rank + k) * width + c] = factor_p[(first + c) * rank + k] for the `valid` rows of
@@ -56,57 +69,48 @@ void packPanel(std::span<const float* const> factors, size_t rank, size_t first,
   }
 }
 
-template <ElementRule R>
-void runExact(const SfUpdate& u, const MicroKernelInfo& micro) {
-  thread_local cpu::Scratch u_scratch, v_scratch, g_scratch;
-  const size_t mr = static_cast<size_t>(micro.mr), nr = static_cast<size_t>(micro.nr);
+// Every strip of `width` rows of the factors (count rows in all) as panels, one after another.
+void packPanels(std::span<const float* const> factors, size_t rank, size_t first, size_t count, size_t width,
+                float* panels) {
+  const size_t depth = factors.size() * rank;
+  for (size_t s = 0; s * width < count; ++s) {
+    packPanel(factors, rank, first + s * width, std::min(width, count - s * width), width, panels + s * depth * width);
+  }
+}
+
+void runExact(const SfUpdate& u, const TileKernels& tiles) {
+  thread_local cpu::Scratch u_scratch, v_scratch;
+  const cpu::TileKernel tile = tiles.forRule(elementRule(u.step));
+  const size_t mr = static_cast<size_t>(tiles.mr), nr = static_cast<size_t>(tiles.nr);
   const size_t depth = u.u.size() * u.rank;
   const size_t strip_bytes = std::max<size_t>(depth, 1) * nr * sizeof(float);
-  const size_t strips_per_block = std::max<size_t>(1, kVBlockBytes / strip_bytes);
-  const size_t nc = std::min(strips_per_block * nr, (u.cols + nr - 1) / nr * nr);
-  float* const u_panel = u_scratch.floats(depth * mr);
+  const size_t nc = std::min(std::max<size_t>(1, kVBlockBytes / strip_bytes) * nr, (u.cols + nr - 1) / nr * nr);
+  const size_t row_strips = (u.rows + mr - 1) / mr;
+  float* const u_panels = u_scratch.floats(row_strips * depth * mr);
   float* const v_block = v_scratch.floats(depth * nc);
-  float* const g = g_scratch.floats(mr * nr);
-  const OptimizerStep step = u.step;
+  packPanels(u.u, u.rank, 0, u.rows, mr, u_panels);
 
+  // Tiles in the order they run, so the one kPrefetchAhead later can be named.
+  const auto target = [&](size_t i0, size_t j) {
+    const size_t at = i0 * u.cols + j;
+    return cpu::TileTarget{u.params + at, cpu::offsetOrNull(u.state0, at), cpu::offsetOrNull(u.state1, at),
+                           u.cols, std::min(mr, u.rows - i0), std::min(nr, u.cols - j)};
+  };
   for (size_t j0 = 0; j0 < u.cols; j0 += nc) {
     const size_t block_cols = std::min(nc, u.cols - j0);
-    const size_t strips = (block_cols + nr - 1) / nr;
-    for (size_t s = 0; s < strips; ++s) {
-      const size_t first = j0 + s * nr;
-      packPanel(u.v, u.rank, first, std::min(nr, u.cols - first), nr, v_block + s * depth * nr);
-    }
-    for (size_t i0 = 0; i0 < u.rows; i0 += mr) {
-      const size_t rows = std::min(mr, u.rows - i0);
-      packPanel(u.u, u.rank, i0, rows, mr, u_panel);
-      for (size_t s = 0; s < strips; ++s) {
-        const size_t j = j0 + s * nr;
-        const size_t cols = std::min(nr, u.cols - j);
-        micro.run({u_panel, v_block + s * depth * nr, depth, g});
-        for (size_t r = 0; r < rows; ++r) {
-          const size_t at = (i0 + r) * u.cols + j;
-          const float* gr = g + r * nr;
-          cpu::fusedLoop<R, 1>(cols, gr, gr, gr, gr, u.params + at, cpu::offsetOrNull(u.state0, at),
-                               cpu::offsetOrNull(u.state1, at), step);
-        }
+    const size_t col_strips = (block_cols + nr - 1) / nr;
+    packPanels(u.v, u.rank, j0, block_cols, nr, v_block);
+    for (size_t t = 0, count = row_strips * col_strips; t < count; ++t) {
+      const size_t is = t / col_strips, js = t % col_strips;
+      if (const size_t ahead = t + kPrefetchAhead; ahead < count) {
+        prefetch(target((ahead / col_strips) * mr, j0 + (ahead % col_strips) * nr));
       }
+      tile({u_panels + is * depth * mr, v_block + js * depth * nr, depth}, target(is * mr, j0 + js * nr), u.step);
     }
   }
 }
 
 }  // namespace
-
-bool cpuHasIsa(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::kAuto:
-    case CpuIsa::kGeneric: return true;
-#if defined(__x86_64__) || defined(__i386__)
-    case CpuIsa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case CpuIsa::kAvx512: return __builtin_cpu_supports("avx512f");
-#endif
-    default: return false;
-  }
-}
 
 bool sfBlasAvailable() { return cpu::haveSfBlas(); }
 
@@ -115,15 +119,12 @@ void sfUpdateCpu(const SfUpdate& update) {
     throw std::invalid_argument("sfUpdateCpu: " + problem);
   }
   if (update.rows == 0 || update.cols == 0) return;
-  withElementRule(elementRule(update.step), [&](auto rule) {
-    constexpr ElementRule R = decltype(rule)::value;
-    if (update.method == SfMethod::kBlas) {
-      cpu::sfUpdateBlas(update, [](size_t count, const float* g, float* w, float* s0, float* s1,
-                                   const OptimizerStep& step) { cpu::fusedLoop<R, 1>(count, g, g, g, g, w, s0, s1, step); });
-    } else {
-      runExact<R>(update, microKernelFor(update.isa));
-    }
-  });
+  if (update.method == SfMethod::kBlas) {
+    withElementRule(elementRule(update.step),
+                    [&](auto rule) { cpu::sfUpdateBlas(update, cpu::rowUpdate<decltype(rule)::value>); });
+  } else {
+    runExact(update, tilesFor(update.isa));
+  }
 }
 
 }  // namespace poseidon::kernels

@@ -34,6 +34,16 @@ template <ElementRule R, int N>
   }
 }
 
+// One row of an SF update's epilogue: a gradient stream and the row of W (and state) it updates.
+using RowUpdate = void (*)(size_t count, const float* g, float* w, float* state0, float* state1,
+                           const OptimizerStep step);
+
+// fusedLoop with one gradient, as a RowUpdate.
+template <ElementRule R>
+void rowUpdate(size_t count, const float* g, float* w, float* state0, float* state1, const OptimizerStep step) {
+  fusedLoop<R, 1>(count, g, g, g, g, w, state0, state1, step);
+}
+
 // A state pointer moved to an element offset; null (a state the rule does not use) stays null.
 inline float* offsetOrNull(float* p, size_t offset) { return p == nullptr ? nullptr : p + offset; }
 

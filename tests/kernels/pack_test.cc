@@ -75,6 +75,47 @@ INSTANTIATE_TEST_SUITE_P(Types, PackReference,
                                             ::testing::Values(1.0f, 0.125f, 1.0f / 3.0f)),
                          paramName);
 
+class PackIsas : public ::testing::TestWithParam<PackParam> {};
+
+// The vector paths (and F16C for binary16) give the generic loops' bytes, both ways; sizes past
+// the streaming threshold too (a 4 MiB output goes through the L1 block and streaming stores).
+TEST_P(PackIsas, EveryVectorPathGivesTheGenericBytes) {
+  const auto [type, scale] = GetParam();
+  std::vector<size_t> sizes = groupSizes();
+  sizes.push_back((size_t{4} << 20) / packedBytes(type) + 5);
+  PackCase generic(sizes, type, 31u);
+  PackJob job = generic.job(scale);
+  job.isa = CpuIsa::kGeneric;
+  packCpu(job);
+  for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAuto}) {
+    if (!cpuHasIsa(isa)) {
+      std::cout << "isa " << isaName(isa) << " not on this CPU; not compared\n";
+      continue;
+    }
+    PackCase vector(sizes, type, 31u);
+    job = vector.job(scale);
+    job.isa = isa;
+    packCpu(job);
+    EXPECT_EQ(generic.storage, vector.storage) << "pack, isa " << isaName(isa);
+    // Unpack the packed bytes back with this isa and with the generic loops.
+    for (UnalignedBuffer& t : vector.tensors) std::fill(t.data(), t.data() + t.size(), 0.0f);
+    unpackCpu(job);
+    job = generic.job(scale);
+    job.isa = CpuIsa::kGeneric;
+    for (UnalignedBuffer& t : generic.tensors) std::fill(t.data(), t.data() + t.size(), 0.0f);
+    unpackCpu(job);
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      EXPECT_EQ(std::memcmp(generic.tensors[k].data(), vector.tensors[k].data(), sizes[k] * sizeof(float)), 0)
+          << "unpack, isa " << isaName(isa) << ", tensor " << k;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, PackIsas,
+                         ::testing::Combine(::testing::Values(PackedType::kF32, PackedType::kBf16, PackedType::kF16),
+                                            ::testing::Values(1.0f, 1.0f / 3.0f)),
+                         paramName);
+
 TEST(PackRoundTrip, F32AtScaleOneIsExact) {
   PackCase g(groupSizes(), PackedType::kF32, 3u);
   std::vector<std::vector<float>> before;
@@ -102,6 +143,7 @@ TEST(PackArguments, NameTheBadField) {
         kernel, good,
         {{[](PackJob& job) { job.type = static_cast<PackedType>(4); }, "type 4"},
          {[](PackJob& job) { job.packed = nullptr; }, "packed is null but packed_count is"},
+         {[](PackJob& job) { job.isa = static_cast<CpuIsa>(6); }, "isa 6"},
          {[&](PackJob& job) { job.pieces = unsorted; }, "pieces[1].offset"},
          {[&](PackJob& job) { job.pieces = too_long; }, "past packed_count"},
          {[&](PackJob& job) { job.pieces = null_tensor; }, "pieces[0].tensor is null"}});

@@ -85,14 +85,14 @@ TEST_P(SfUpdateIsas, EveryVectorPathGivesTheGenericBits) {
   sfUpdateCpu(update);
   for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kAuto}) {
     if (!cpuHasIsa(isa)) {
-      std::cout << "isa " << static_cast<int>(isa) << " not on this CPU; not compared\n";
+      std::cout << "isa " << isaName(isa) << " not on this CPU; not compared\n";
       continue;
     }
     SfCase vector(rule, shape, 5u);
     update = vector.update(0);
     update.isa = isa;
     sfUpdateCpu(update);
-    EXPECT_TRUE(sameBits(generic.weights, vector.weights)) << "isa " << static_cast<int>(isa);
+    EXPECT_TRUE(sameBits(generic.weights, vector.weights)) << "isa " << isaName(isa);
   }
 }
 
