@@ -3,44 +3,41 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 namespace poseidon::bench {
 namespace {
 
-// The console table as usual, and each run's counters kept by name: a single run's, or the
-// median of repetitions (which then replaces the single ones).
+// The console table as usual, and every repetition's counters kept by benchmark name.
 class RecordingReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
-      if (run.error_occurred) continue;
-      const std::string name = run.run_name.str();
-      if (run.run_type == Run::RT_Aggregate) {
-        if (run.aggregate_name == "median") medians_[name] = run.counters;
-      } else {
-        singles_[name] = run.counters;
-      }
+      if (run.error_occurred || run.run_type == Run::RT_Aggregate) continue;
+      for (const auto& [counter, value] : run.counters) values_[run.run_name.str()][counter].push_back(value.value);
     }
   }
 
-  // The counter's value for a benchmark, or a negative number if it did not run.
-  double value(const std::string& name, const std::string& counter) const {
-    const auto* runs = &medians_;
-    auto it = runs->find(name);
-    if (it == runs->end()) {
-      runs = &singles_;
-      it = runs->find(name);
-      if (it == runs->end()) return -1;
-    }
+  // The counter's values over the repetitions of a benchmark; empty if it did not run.
+  std::vector<double> values(const std::string& name, const std::string& counter) const {
+    const auto it = values_.find(name);
+    if (it == values_.end()) return {};
     const auto c = it->second.find(counter);
-    return c == it->second.end() ? -1 : c->second.value;
+    return c == it->second.end() ? std::vector<double>{} : c->second;
   }
 
  private:
-  std::map<std::string, benchmark::UserCounters> medians_, singles_;
+  std::map<std::string, std::map<std::string, std::vector<double>>> values_;
 };
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 // 1.23e10 -> "12.3 G"
 std::string scaled(double v) {
@@ -57,16 +54,21 @@ int runWithRatios(int argc, char** argv, const std::vector<Ratio>& ratios) {
   RecordingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
-  fmt::print("\nRatios (same run; medians when repeated):\n");
+  fmt::print("\nRatios, same run: median over repetitions (best of each side):\n");
   for (const Ratio& r : ratios) {
-    const double kernel = reporter.value(r.kernel, r.counter), baseline = reporter.value(r.baseline, r.counter);
-    if (kernel < 0 || baseline <= 0) {
+    const std::vector<double> kernel = reporter.values(r.kernel, r.counter);
+    const std::vector<double> baseline = reporter.values(r.baseline, r.counter);
+    if (kernel.empty() || baseline.empty()) {
       fmt::print("  {} / {}: not both measured (filtered out?)\n", r.kernel, r.baseline);
       continue;
     }
-    const std::string target = r.target > 0 ? fmt::format(" (target >= {})", r.target) : "";
-    fmt::print("  {} / {}: {}{} / {}{} = {:.2f}{}\n", r.kernel, r.baseline, scaled(kernel), r.counter,
-               scaled(baseline), r.counter, kernel / baseline, target);
+    const double km = median(kernel), bm = median(baseline);
+    const double kb = *std::max_element(kernel.begin(), kernel.end());
+    const double bb = *std::max_element(baseline.begin(), baseline.end());
+    const std::string target = r.target > 0 ? fmt::format("  (target >= {})", r.target) : "";
+    const std::string& unit = r.counter;
+    fmt::print("  {} / {}: {}{} / {}{} = {:.2f} (best {}{} / {}{} = {:.2f}){}\n", r.kernel, r.baseline,
+               scaled(km), unit, scaled(bm), unit, km / bm, scaled(kb), unit, scaled(bb), unit, kb / bb, target);
   }
   return 0;
 }

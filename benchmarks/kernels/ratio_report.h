@@ -1,6 +1,8 @@
 // Runs the registered Google Benchmarks and then prints, for each pair named, the kernel's figure
-// against its baseline's from the same run: "ratio  sf exact kp=256 / sgemm: 92.1 / 101.3 GFLOP/s
-// = 0.91 (target >= 0.8)". With --benchmark_repetitions the medians are compared.
+// against its baseline's from the same run: the medians over --benchmark_repetitions, and the
+// best of each side (on a shared machine the best is the run the neighbours disturbed least).
+// Repetitions interleaved (--benchmark_enable_random_interleaving=true) expose both sides to the
+// same drift.
 #pragma once
 
 #include <string>

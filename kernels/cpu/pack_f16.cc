@@ -18,7 +18,8 @@ bool haveF16c() { return __builtin_cpu_supports("f16c") && __builtin_cpu_support
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
     const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(tensor + i), s);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(packed + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(packed + i), h);
   }
   for (; i < count; ++i) packed[i] = floatToHalfBits(tensor[i] * scale);
 }

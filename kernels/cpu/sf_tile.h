@@ -20,7 +20,6 @@
 
 #include <cstddef>
 
-#include "kernels/cpu/update_loop.h"
 #include "kernels/optimizer_element.h"
 
 namespace poseidon::kernels::cpu {
@@ -54,12 +53,22 @@ TileKernels genericTiles();  // any CPU: std::fma
 TileKernels avx2Tiles();     // 6 x 16, needs AVX2 + FMA
 TileKernels avx512Tiles();   // 12 x 32, needs AVX-512F
 
-// Applies `row_update` to each row of the tile g (row stride g_stride) and of the target.
-inline void updateTile(const float* g, size_t g_stride, const TileTarget& t, const OptimizerStep& step,
-                       RowUpdate row_update) {
-  for (size_t r = 0; r < t.rows; ++r) {
-    const size_t at = r * t.stride;
-    row_update(t.cols, g + r * g_stride, t.w + at, offsetOrNull(t.state0, at), offsetOrNull(t.state1, at), step);
+// The optimizer over a tile g (rows x cols, row stride Nr) and the same tile of W and its state
+// (row stride `stride`). Always inlined into each file's update<R>, so that file's target sets
+// the vector width; a full tile (cols == Nr, nearly all of them) has a constant trip count and
+// vectorises without a remainder.
+template <ElementRule R, int Nr>
+[[gnu::always_inline]] inline void updateTileBody(size_t rows, size_t cols, size_t stride, const float* __restrict__ g,
+                                                  float* __restrict__ w, float* __restrict__ s0,
+                                                  float* __restrict__ s1, const OptimizerStep& step) {
+  if (cols == static_cast<size_t>(Nr)) {
+    for (size_t r = 0; r < rows; ++r) {
+      for (int c = 0; c < Nr; ++c) updateElementAt<R>(g[r * Nr + c], r * stride + c, w, s0, s1, step);
+    }
+    return;
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < cols; ++c) updateElementAt<R>(g[r * Nr + c], r * stride + c, w, s0, s1, step);
   }
 }
 
@@ -67,21 +76,22 @@ inline void updateTile(const float* g, size_t g_stride, const TileTarget& t, con
 //   struct Isa {
 //     static constexpr int mr, nr;
 //     static void accumulate(const Panels&, float* g);  // g: mr x nr, 64-byte aligned
-//     template <ElementRule R> static void row(...);    // a RowUpdate (update_loop.h)
-//   };
+//     template <ElementRule R> static void update(rows, cols, stride, g, w, s0, s1, step);
+//   };                                                  // (updateTileBody<R, nr>, __restrict__)
 // Isa lives in an anonymous namespace, so these instantiations are private to that file.
 template <typename Isa, ElementRule R>
 void tileOf(const Panels& panels, const TileTarget& target, const OptimizerStep& step) {
   alignas(64) float g[Isa::mr * Isa::nr];
   Isa::accumulate(panels, g);
-  updateTile(g, Isa::nr, target, step, Isa::template row<R>);
+  Isa::template update<R>(target.rows, target.cols, target.stride, g, target.w, target.state0, target.state1, step);
 }
 
 template <typename Isa>
 TileKernels tilesOf() {
   return {Isa::mr, Isa::nr,
-          {tileOf<Isa, ElementRule::kSgd>, tileOf<Isa, ElementRule::kSgdMomentum>, tileOf<Isa, ElementRule::kSgdNesterov>,
-           tileOf<Isa, ElementRule::kAdagrad>, tileOf<Isa, ElementRule::kAdam>}};
+          {tileOf<Isa, ElementRule::kSgd>, tileOf<Isa, ElementRule::kSgdMomentum>,
+           tileOf<Isa, ElementRule::kSgdNesterov>, tileOf<Isa, ElementRule::kAdagrad>,
+           tileOf<Isa, ElementRule::kAdam>}};
 }
 
 }  // namespace poseidon::kernels::cpu

@@ -37,10 +37,11 @@ struct Avx2 {
   }
 
   template <ElementRule R>
-  [[gnu::target("avx2,fma"), gnu::noinline]] static void row(size_t n, const float* __restrict__ g,
-                                                             float* __restrict__ w, float* __restrict__ s0,
-                                                             float* __restrict__ s1, const OptimizerStep step) {
-    for (size_t c = 0; c < n; ++c) updateElementAt<R>(g[c], c, w, s0, s1, step);
+  [[gnu::target("avx2,fma"), gnu::noinline]] static void update(size_t rows, size_t cols, size_t stride,
+                                                                const float* __restrict__ g, float* __restrict__ w,
+                                                                float* __restrict__ s0, float* __restrict__ s1,
+                                                                const OptimizerStep step) {
+    updateTileBody<R, nr>(rows, cols, stride, g, w, s0, s1, step);
   }
 };
 

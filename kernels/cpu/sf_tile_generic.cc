@@ -26,8 +26,11 @@ struct Generic {
   }
 
   template <ElementRule R>
-  static void row(size_t n, const float* g, float* w, float* s0, float* s1, const OptimizerStep step) {
-    rowUpdate<R>(n, g, w, s0, s1, step);
+  [[gnu::noinline]] static void update(size_t rows, size_t cols, size_t stride,
+                                       const float* __restrict__ g, float* __restrict__ w,
+                                       float* __restrict__ s0, float* __restrict__ s1,
+                                       const OptimizerStep step) {
+    updateTileBody<R, nr>(rows, cols, stride, g, w, s0, s1, step);
   }
 };
 

@@ -30,15 +30,15 @@ constexpr size_t kVBlockBytes = size_t{512} << 10;
 // the hardware prefetchers to see a stream, so each tile's rows of W and its state are asked for
 // this many tiles ahead: enough to cover a DRAM access at the shallowest depths (a tile of depth
 // 32 computes in a few hundred cycles).
-constexpr size_t kPrefetchAhead = 8;
+constexpr size_t kPrefetchAhead = 24;
 
 void prefetch(const cpu::TileTarget& t) {
   for (size_t r = 0; r < t.rows; ++r) {
     for (size_t c = 0; c < t.cols; c += 16) {  // one 64-byte line each
       const size_t at = r * t.stride + c;
-      __builtin_prefetch(t.w + at, 1);
-      if (t.state0 != nullptr) __builtin_prefetch(t.state0 + at, 1);
-      if (t.state1 != nullptr) __builtin_prefetch(t.state1 + at, 1);
+      __builtin_prefetch(t.w + at, 1, 2);
+      if (t.state0 != nullptr) __builtin_prefetch(t.state0 + at, 1, 2);
+      if (t.state1 != nullptr) __builtin_prefetch(t.state1 + at, 1, 2);
     }
   }
 }

@@ -39,7 +39,8 @@ size_t copyHead(const unsigned char* src, unsigned char* dst, size_t bytes, size
 void copy16(const unsigned char* src, unsigned char* dst, size_t bytes) {
   size_t done = copyHead(src, dst, bytes, 16);
   for (; done + 16 <= bytes; done += 16) {
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + done), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + done)));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + done),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + done)));
   }
   std::memcpy(dst + done, src + done, bytes - done);
 }

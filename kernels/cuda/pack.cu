@@ -50,7 +50,7 @@ __device__ void forBlockElements(const PackPiece* pieces, size_t n, uint64_t pac
 template <PackedType T>
 __global__ void packKernel(const PackPiece* __restrict__ pieces, size_t n, Storage<T>* __restrict__ packed,
                            uint64_t packed_count, float scale) {
-  forBlockElements(pieces, n, packed_count, [&](const PackPiece& piece, uint64_t e) {
+  forBlockElements(pieces, n, packed_count, [=](const PackPiece& piece, uint64_t e) {
     packed[e] = packElement<T>(piece.tensor[e - piece.offset], scale);
   });
 }
@@ -58,7 +58,7 @@ __global__ void packKernel(const PackPiece* __restrict__ pieces, size_t n, Stora
 template <PackedType T>
 __global__ void unpackKernel(const PackPiece* __restrict__ pieces, size_t n, const Storage<T>* __restrict__ packed,
                              uint64_t packed_count, float scale) {
-  forBlockElements(pieces, n, packed_count, [&](const PackPiece& piece, uint64_t e) {
+  forBlockElements(pieces, n, packed_count, [=](const PackPiece& piece, uint64_t e) {
     piece.tensor[e - piece.offset] = unpackElement<T>(packed[e], scale);
   });
 }

@@ -81,7 +81,8 @@ TEST_P(Conversion, EveryPatternRoundTrips) {
 TEST_P(Conversion, TiesBetweenNeighboursGoToEven) {
   const Format& f = GetParam();
   for (uint32_t h = 0; h < f.largest_finite; ++h) {  // every finite non-negative value and its finite successor
-    const double mid = (f.reference_widen(static_cast<uint16_t>(h)) + f.reference_widen(static_cast<uint16_t>(h + 1))) / 2;
+    const double below = f.reference_widen(static_cast<uint16_t>(h));
+    const double mid = (below + f.reference_widen(static_cast<uint16_t>(h + 1))) / 2;
     const auto x = static_cast<float>(mid);  // exact: a midpoint has at most 12 significant bits
     ASSERT_EQ(f.narrow(x), f.reference_narrow(mid)) << std::hex << h;
     ASSERT_EQ(f.narrow(x) & 1u, 0u) << std::hex << h;

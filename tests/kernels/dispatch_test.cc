@@ -30,7 +30,8 @@ TEST(Dispatch, CpuRunsTheCpuTwins) {
   EXPECT_TRUE(sameFloats(direct.params, dispatched.params));
   EXPECT_TRUE(sameFloats(direct.state1, dispatched.state1));
 
-  SfCase sf_direct(ElementRule::kSgdMomentum, {20, 30, 4, 2}, 2u), sf_dispatched(ElementRule::kSgdMomentum, {20, 30, 4, 2}, 2u);
+  const SfShape shape{20, 30, 4, 2};
+  SfCase sf_direct(ElementRule::kSgdMomentum, shape, 2u), sf_dispatched(ElementRule::kSgdMomentum, shape, 2u);
   sfUpdateCpu(sf_direct.update(0));
   ASSERT_TRUE(sfUpdate(sf_dispatched.update(0), Place::cpu()).ok());
   EXPECT_TRUE(sameFloats(sf_direct.weights.params, sf_dispatched.weights.params));

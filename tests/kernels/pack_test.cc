@@ -26,7 +26,8 @@ using PackParam = std::tuple<PackedType, float>;  // type, scale
 
 std::string paramName(const ::testing::TestParamInfo<PackParam>& test) {
   const float scale = std::get<1>(test.param);
-  return std::string(packedTypeName(std::get<0>(test.param))) + "_scale" + (scale == 1.0f ? "1" : scale == 0.125f ? "1_8" : "1_3");
+  const char* suffix = scale == 1.0f ? "_scale1" : scale == 0.125f ? "_scale1_8" : "_scale1_3";
+  return std::string(packedTypeName(std::get<0>(test.param))) + suffix;
 }
 
 class PackReference : public ::testing::TestWithParam<PackParam> {};
@@ -124,7 +125,8 @@ TEST(PackRoundTrip, F32AtScaleOneIsExact) {
   for (UnalignedBuffer& t : g.tensors) std::fill(t.data(), t.data() + t.size(), 0.0f);
   unpackCpu(g.job(1.0f));
   for (size_t k = 0; k < g.tensors.size(); ++k) {
-    ASSERT_EQ(std::memcmp(before[k].data(), g.tensors[k].data(), before[k].size() * sizeof(float)), 0) << "tensor " << k;
+    const size_t bytes = before[k].size() * sizeof(float);
+    ASSERT_EQ(std::memcmp(before[k].data(), g.tensors[k].data(), bytes), 0) << "tensor " << k;
   }
 }
 

@@ -45,9 +45,13 @@ void expectReference(const SfCase& c, const Snapshot& before, const OptimizerSte
 
 ::testing::AssertionResult sameBits(const UpdateCase& a, const UpdateCase& b) {
   const size_t bytes = a.count * sizeof(float);
-  if (std::memcmp(a.params.data(), b.params.data(), bytes) != 0) return ::testing::AssertionFailure() << "params differ";
-  if (std::memcmp(a.state0.data(), b.state0.data(), bytes) != 0) return ::testing::AssertionFailure() << "state0 differs";
-  if (std::memcmp(a.state1.data(), b.state1.data(), bytes) != 0) return ::testing::AssertionFailure() << "state1 differs";
+  const std::pair<const char*, std::pair<const float*, const float*>> arrays[] = {
+      {"params", {a.params.data(), b.params.data()}},
+      {"state0", {a.state0.data(), b.state0.data()}},
+      {"state1", {a.state1.data(), b.state1.data()}}};
+  for (const auto& [name, pair] : arrays) {
+    if (std::memcmp(pair.first, pair.second, bytes) != 0) return ::testing::AssertionFailure() << name << " differ";
+  }
   return ::testing::AssertionSuccess();
 }
 
