@@ -4,7 +4,7 @@
 // in cache. OpenBLAS chooses the order of the k sum (its kernel for the CPU, its blocking, its
 // threads), so this is fast but not bit-identical to the exact method or the CUDA kernel; its own
 // thread count (OPENBLAS_NUM_THREADS) applies. OpenBLAS packs V again for every block, so blocks
-// are large (4 MiB of G) to keep that copy small next to the product.
+// are large (16 MiB of G, in L3) to keep that copy small next to the product.
 #include "kernels/cpu/sf_blas.h"
 
 #include <algorithm>
@@ -23,7 +23,7 @@ namespace poseidon::kernels::cpu {
 
 namespace {
 
-constexpr size_t kBlockBytes = size_t{4} << 20;
+constexpr size_t kBlockBytes = size_t{16} << 20;
 
 // out[r * depth + p * rank + k] = factors[p][(first + r) * rank + k] for `rows` rows.
 void concatenate(std::span<const float* const> factors, size_t rank, size_t first, size_t rows, float* out) {
