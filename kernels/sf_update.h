@@ -26,9 +26,10 @@ namespace poseidon::kernels {
 enum class SfMethod : uint8_t {
   // The order above, bit-identical to the CUDA kernel and across machines. The default.
   kExact = 1,
-  // OpenBLAS sgemm (G += U_p V_p^T for p in rank order) into a row-block buffer, then the same
-  // epilogue. Fast, NOT replica-exact: OpenBLAS's own order inside each sgemm depends on its
-  // kernel for the CPU, its blocking and thread count. Only where built with OpenBLAS.
+  // OpenBLAS sgemm of the peers' factors side by side (one product of depth P * rank) into a
+  // block of G's rows, then the same epilogue. NOT replica-exact: the order of the sum inside
+  // sgemm depends on OpenBLAS's kernel for the CPU, its blocking and threads. Only where built
+  // with OpenBLAS; measured slower than kExact on an AVX-512 Xeon (README.md's figures).
   kBlas = 2,
 };
 
@@ -41,7 +42,7 @@ struct SfUpdate {
   size_t cols = 0;          // N
   size_t rank = 0;          // K: columns of each factor
   // One U_p (rows x rank, row-major) and one V_p (cols x rank, row-major) per peer, rank order.
-  // To update a band of rows only (one thread per band, say), pass params + i0 * cols and
+  // To update a band of rows only (one thread per band, say), pass params and state + i0 * cols,
   // U_p + i0 * rank with rows = the band's height: rows are independent.
   std::span<const float* const> u;
   std::span<const float* const> v;
@@ -50,8 +51,10 @@ struct SfUpdate {
   CpuIsa isa = CpuIsa::kAuto;  // the exact method's vector code on the CPU (kernels/cpu_isa.h)
 };
 
-// CPU twin. Throws std::invalid_argument (sfUpdateProblem()'s message) for a bad update, and for
-// kBlas in a build without OpenBLAS or an isa this CPU cannot run.
+// CPU twin. Throws std::invalid_argument (sfUpdateCpuProblem()'s message) for a bad update, kBlas
+// in a build without OpenBLAS or an isa this CPU cannot run. It keeps per-thread scratch for
+// the packed factors (rows x depth floats of U and a 512 KiB block of V; kBlas: cols x depth and
+// a 16 MiB block of G), allocated by the first call that needs that much and reused after.
 void sfUpdateCpu(const SfUpdate& update);
 
 // Whether this build has the kBlas method.

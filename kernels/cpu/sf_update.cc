@@ -29,7 +29,7 @@ constexpr size_t kVBlockBytes = size_t{512} << 10;
 // W's rows of a tile are 128 bytes of a 16 KiB row at a time (a 4096-wide layer): too short a
 // run for the hardware prefetchers, and at shallow depths a tile computes in a few hundred cycles,
 // less than a trip to DRAM. So each tile's rows of W and its state are requested (into L2) this
-// many bytes of them ahead: a sixth of a 2 MiB L2, far enough for any depth (measured: at depth
+// many bytes of them ahead: about a fifth of a 2 MiB L2, far enough for any depth (measured: at depth
 // 32 with momentum, 8 tiles ahead gave ~0.7 of sgemm, this ~0.8), near enough to be there still.
 constexpr size_t kPrefetchBytes = size_t{384} << 10;
 
