@@ -471,7 +471,7 @@ TEST_F(Checkpoint, ListIgnoresTemporaryAndForeignFiles) {
 
 TEST_F(Checkpoint, StaleTemporariesOfThisServerAreRemovedOthersKept) {
   const std::string own = ".server-1.clock-50.ckpt.tmp." + std::to_string(::getpid());
-  for (const std::string name : {std::string(".server-1.clock-50.ckpt.tmp.123"), std::string(".server-1.clock-9.ckpt.tmp.7"),
+  for (const std::string& name : {std::string(".server-1.clock-50.ckpt.tmp.123"), std::string(".server-1.clock-9.ckpt.tmp.7"),
                                  own, std::string(".server-2.clock-50.ckpt.tmp.123"), std::string("server-1.clock-40.ckpt"),
                                  std::string(".server-1.clock-50.ckpt")}) {
     writeFile(dir.path() + "/" + name, {});
