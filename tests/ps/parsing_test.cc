@@ -27,7 +27,9 @@ TEST(ImmCode, WideningRecoversValuesWithinTheWindow) {
     const auto low = static_cast<uint32_t>(truth & kImmValueMask);
     for (uint64_t slack : {uint64_t{0}, uint64_t{1}, kImmValueWindow - 1}) {
       EXPECT_EQ(widenAtMost(truth + slack, low), truth) << truth << " + " << slack;
-      if (truth >= slack) EXPECT_EQ(widenAtLeast(truth - slack, low), truth) << truth << " - " << slack;
+      if (truth >= slack) {
+        EXPECT_EQ(widenAtLeast(truth - slack, low), truth) << truth << " - " << slack;
+      }
     }
   }
 }
