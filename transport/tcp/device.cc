@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "transport/tcp/context.h"
@@ -38,6 +39,43 @@ TcpDevice::~TcpDevice() {
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(stop_event_.get(), &one, sizeof(one));
   if (acceptor_.joinable()) acceptor_.join();
+  // No new handshakes now; wake the ones still waiting on their peers and wait for them.
+  std::list<std::unique_ptr<Handshake>> handshakes;
+  {
+    std::lock_guard<std::mutex> lock(handshakes_mutex_);
+    for (auto& handshake : handshakes_) {
+      if (handshake->fd >= 0) ::shutdown(handshake->fd, SHUT_RDWR);
+    }
+    handshakes.swap(handshakes_);
+  }
+  for (auto& handshake : handshakes) handshake->thread.join();
+}
+
+// Clears a handshake's socket from the registry before the socket closes or moves to a context,
+// so the destructor never shuts down a descriptor number that has been reused meanwhile.
+class TcpDevice::HandshakeRegistration {
+ public:
+  HandshakeRegistration(TcpDevice& device, Handshake* handshake) : device_(device), handshake_(handshake) {}
+  ~HandshakeRegistration() { release(); }
+  void release() {
+    std::lock_guard<std::mutex> lock(device_.handshakes_mutex_);
+    handshake_->fd = -1;
+  }
+
+ private:
+  TcpDevice& device_;
+  Handshake* handshake_;
+};
+
+void TcpDevice::reapHandshakesLocked() {
+  for (auto it = handshakes_.begin(); it != handshakes_.end();) {
+    if ((*it)->done) {
+      (*it)->thread.join();
+      it = handshakes_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 Result<std::shared_ptr<Context>> TcpDevice::createContext(int rank, int size, const std::string& name) {
@@ -82,23 +120,29 @@ void TcpDevice::acceptLoop() {
       }
       // Each handshake runs on its own thread, so a peer that connects and then stays silent
       // holds up nobody else for the handshake timeout; a flood of them is refused.
-      auto self = weak_from_this().lock();
-      if (!self) return;  // the device is being destroyed
-      if (handshakes_in_flight_.load() >= kMaxConcurrentHandshakes) {
+      std::lock_guard<std::mutex> lock(handshakes_mutex_);
+      reapHandshakesLocked();
+      if (handshakes_.size() >= kMaxConcurrentHandshakes) {
         spdlog::warn("transport: refused a connection on {}: {} handshakes already in progress", listenAddress(),
                      kMaxConcurrentHandshakes);
         continue;
       }
-      ++handshakes_in_flight_;
-      std::thread([self = std::move(self), fd = std::move(fd)]() mutable {
-        self->handleIncoming(std::move(fd));
-        --self->handshakes_in_flight_;
-      }).detach();
+      auto handshake = std::make_unique<Handshake>();
+      Handshake* raw = handshake.get();
+      raw->fd = fd.get();
+      handshakes_.push_back(std::move(handshake));
+      raw->thread = std::thread([this, raw, fd = std::move(fd)]() mutable {
+        handleIncoming(std::move(fd), raw);
+        std::lock_guard<std::mutex> done_lock(handshakes_mutex_);
+        raw->done = true;
+      });
     }
   }
 }
 
-void TcpDevice::handleIncoming(Fd fd) {
+void TcpDevice::handleIncoming(Fd socket, Handshake* handshake) {
+  Fd fd = std::move(socket);
+  HandshakeRegistration registration(*this, handshake);  // destroyed before fd closes
   auto peer = peerAddress(fd.get());
   const std::string peer_text = peer ? peer->toString() : "an unknown peer";
   Status st = configureDataSocket(fd.get(), options_.socket_buffer_bytes);
@@ -126,6 +170,7 @@ void TcpDevice::handleIncoming(Fd fd) {
     spdlog::warn("transport: context of {} closed during its handshake", peer_text);
     return;
   }
+  registration.release();
   it->second->attachInbound(static_cast<int>(hello->src_rank), static_cast<int>(hello->stream), std::move(fd),
                             peer_text);
 }

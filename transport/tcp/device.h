@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,7 +34,17 @@ class TcpDevice final : public Device, public std::enable_shared_from_this<TcpDe
  private:
   explicit TcpDevice(const DeviceOptions& options);
   void acceptLoop();
-  void handleIncoming(Fd fd);
+  // One accepted connection still in its handshake. The device owns the thread and joins it in
+  // its destructor, after shutting the socket down, so no handshake outlives the device (a silent
+  // peer would otherwise keep a detached thread running into process exit).
+  struct Handshake {
+    std::thread thread;
+    int fd = -1;        // while registered: the socket the destructor may shut down
+    bool done = false;  // the thread has finished and may be joined
+  };
+  class HandshakeRegistration;
+  void handleIncoming(Fd fd, Handshake* handshake);
+  void reapHandshakesLocked();
 
   DeviceOptions options_;
   std::unique_ptr<ProgressEngine> engine_;
@@ -41,8 +52,9 @@ class TcpDevice final : public Device, public std::enable_shared_from_this<TcpDe
   Fd stop_event_;
   SocketAddress listen_address_;
   std::thread acceptor_;
-  static constexpr int kMaxConcurrentHandshakes = 256;
-  std::atomic<int> handshakes_in_flight_{0};
+  static constexpr size_t kMaxConcurrentHandshakes = 256;
+  std::mutex handshakes_mutex_;
+  std::list<std::unique_ptr<Handshake>> handshakes_;
   std::mutex contexts_mutex_;
   std::map<uint64_t, TcpContext*> contexts_;
 };
