@@ -43,12 +43,13 @@ bool PairBase::markFailedLocked(const Status& cause) {
   return true;
 }
 
-void PairBase::logFailure(size_t failed_requests, const Status& cause) const {
-  if (failed_requests > 0 || cause.code() == StatusCode::kProtocolError || cause.code() == StatusCode::kAuthError) {
-    spdlog::warn("transport: connection to {} failed with {} requests pending: {}", peerName(), failed_requests,
-                 cause.toString());
+void PairBase::logFailure(size_t failed_operations, size_t failed_notifications, const Status& cause) const {
+  if (failed_operations > 0 || cause.code() == StatusCode::kProtocolError || cause.code() == StatusCode::kAuthError) {
+    spdlog::warn("transport: connection to {} failed with {} requests pending: {}", peerName(),
+                 failed_operations + failed_notifications, cause.toString());
   } else {
-    spdlog::debug("transport: connection to {} ended: {}", peerName(), cause.toString());
+    spdlog::debug("transport: connection to {} ended ({} notification receives posted): {}", peerName(),
+                  failed_notifications, cause.toString());
   }
 }
 

@@ -67,7 +67,9 @@ class PairBase : public Pair {
   // After a failure failed `failed_requests` pending requests. A peer that closes with nothing
   // pending is the normal end of a job (debug); one that takes requests down with it, breaks
   // the protocol or fails the handshake is worth a warning.
-  void logFailure(size_t failed_requests, const Status& cause) const;
+  // Warns when operations were cut short or the peer misbehaved; a receive posted for the next
+  // write notification (there almost always is one) fails at every close and is no news.
+  void logFailure(size_t failed_operations, size_t failed_notifications, const Status& cause) const;
 
   mutable std::mutex mutex_;
   // Set during set-up, before calls from other threads name the peer.

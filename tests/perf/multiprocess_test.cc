@@ -3,6 +3,8 @@
 // numbers per size (the same rows on both sides), and write JSON that parses.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -139,6 +141,10 @@ Table expectTable(const PairRun& run, const std::string& header, const std::vect
       } else if (fields == 9 && f == 6) {
         // t_stdev of a few samples that differ by nanoseconds prints as 0.00.
         EXPECT_GE(row[f], 0) << table.lines[i];
+      } else if (f >= 2 && sizes[i] * std::max<uint64_t>(iterations, 1) < 65536) {
+        // A few bytes over a few iterations on a loaded machine can round to 0.00 MB/s, as in
+        // perftest's own table; the figure must still be there and not negative.
+        EXPECT_GE(row[f], 0) << "column " << f << " of: " << table.lines[i];
       } else {
         EXPECT_GT(row[f], 0) << "column " << f << " of: " << table.lines[i];
       }

@@ -304,6 +304,7 @@ Status TcpPair::deliverWritesLocked(Completions& done) {
 
 void TcpPair::fail(Status cause) {
   Completions done;
+  size_t notifications = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!markFailedLocked(cause)) return;
@@ -319,9 +320,11 @@ void TcpPair::fail(Status cause) {
       }
     }
     rendezvous_.failAll(cause, done);
+    const size_t before_notifications = done.size();
     imms_.failWaiters(cause, done);
+    notifications = done.size() - before_notifications;
   }
-  logFailure(done.size(), cause);
+  logFailure(done.size() - notifications, notifications, cause);
   completeAll(done);
 }
 

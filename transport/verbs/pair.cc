@@ -678,12 +678,14 @@ Status VerbsPair::clientHandshake(const std::string& secret, Deadline deadline) 
 void VerbsPair::failLocked(const Status& cause, Completions& done) {
   if (!markFailedLocked(cause)) return;
   rendezvous_.failAll(cause, done);
+  const size_t before_notifications = done.size();
   imms_.failWaiters(cause, done);
+  const size_t notifications = done.size() - before_notifications;
   for (auto& [id, op] : wr_ops_) failRequest(done, op->request, cause);
   wr_ops_.clear();
   outbox_.clear();
   handshake_cv_.notify_all();
-  logFailure(done.size(), cause);
+  logFailure(done.size() - notifications, notifications, cause);
 }
 
 void VerbsPair::fail(Status cause) {
