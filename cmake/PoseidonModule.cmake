@@ -1,0 +1,18 @@
+# poseidon_module(NAME <folder> [LINK <targets...>]): the library of one top-level module (ps, sfb,
+# ...): every *.cc of the folder, alias poseidon::<folder>, exported and installed with its
+# headers under include/poseidon/<folder>. One place, so each module's CMakeLists says only what
+# differs (what it links).
+function(poseidon_module)
+  cmake_parse_arguments(M "" "NAME" "LINK" ${ARGN})
+  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  set(target poseidon_${M_NAME})
+  add_library(${target} ${sources})
+  add_library(poseidon::${M_NAME} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${M_NAME} OUTPUT_NAME ${target})
+  target_link_libraries(${target} PUBLIC ${M_LINK})
+  poseidon_set_warnings(${target})
+  install(TARGETS ${target} EXPORT PoseidonTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/poseidon/${M_NAME}
+    FILES_MATCHING PATTERN "*.h")
+endfunction()
