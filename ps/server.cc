@@ -32,6 +32,8 @@ constexpr auto kStopPoll = std::chrono::milliseconds(200);
 // A parameter write still reading a chunk must finish before the chunk changes; a write that
 // cannot finish in this time belongs to a broken connection, which that worker's thread reports.
 constexpr auto kInFlightWait = std::chrono::seconds(60);
+// Pulls of one chunk one worker may have waiting; see onPull.
+constexpr std::ptrdiff_t kMaxWaitingPulls = 16;
 
 struct PendingPull {
   int worker = 0;
@@ -379,11 +381,28 @@ Status ServerImpl::onPull(int worker, uint32_t index, uint32_t low) {
   ChunkState& chunk = chunks_[index];
   std::lock_guard lock(chunk.mutex);
   // A worker asks at most for the version its own pushes make possible.
-  const uint64_t min_version = widenAtMost(chunk.pushed[static_cast<size_t>(worker)], low);
+  const uint64_t pushed = chunk.pushed[static_cast<size_t>(worker)];
+  const uint64_t min_version = widenAtMost(pushed, low);
+  if (min_version > pushed) {  // widening wrapped below zero: no version this worker could wait for
+    return makeStatus(StatusCode::kProtocolError,
+                      "worker {} asked for chunk {} of server {} at a version (low bits {}) beyond its {} pushes",
+                      worker, shard_.chunks[index].global, server_, low, pushed);
+  }
   const bool async = options_.consistency.mode == Consistency::Mode::kAsync;
   if (chunk.initialized && (async || chunk.version >= min_version)) {
     sendParamsLocked(index, chunk, worker);
     return Status::ok();
+  }
+  // A worker has one or two pulls of a chunk waiting (BSP's early pull and its own); a peer that
+  // piles up more would grow this list without bound.
+  const auto waiting = std::count_if(chunk.pulls.begin(), chunk.pulls.end(),
+                                     [worker](const PendingPull& pull) { return pull.worker == worker; });
+  if (waiting >= kMaxWaitingPulls) {
+    return makeStatus(StatusCode::kProtocolError,
+                      "worker {} has {} pulls of chunk {} of server {} waiting (at most {}); the last asked for "
+                      "version {} at server version {}",
+                      worker, waiting, shard_.chunks[index].global, server_, kMaxWaitingPulls, min_version,
+                      chunk.version);
   }
   chunk.pulls.push_back({worker, min_version});
   notify(worker, ToWorker::kBlocked, index, static_cast<uint64_t>(blockerLocked(chunk, min_version)));

@@ -96,7 +96,10 @@ INSTANTIATE_TEST_SUITE_P(
                                // Worker 0 may complete clock 0 of the chunk in between, making the
                                // second push legal; a third can never be.
                                {imm(ps::ToServer::kPush, 1), imm(ps::ToServer::kPush, 1), imm(ps::ToServer::kPush, 1)},
-                               "before the previous one was acknowledged", true}),
+                               "before the previous one was acknowledged", true},
+                      // A version it never pushed for: it would wait forever.
+                      Scenario{"pull_beyond_its_pushes", {imm(ps::ToServer::kPull, 2, 5)},
+                               "at a version (low bits 5) beyond its 0 pushes"}),
     [](const ::testing::TestParamInfo<Scenario>& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
