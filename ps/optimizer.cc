@@ -86,6 +86,13 @@ Status OptimizerConfig::validate() const {
                       static_cast<int>(kind));
   }
   POSEIDON_RETURN_IF_ERROR(validateSchedule(lr));
+  if (sum_only && (kind != OptimizerKind::kSgd || momentum != 0.0f || weight_decay != 0.0f || nesterov ||
+                   lr.kind != LrSchedule::Kind::kConstant)) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "optimizer sum takes no optimizer settings (got {} momentum {:.9g} wd {:.9g} schedule {}): "
+                      "the workers run the optimizer",
+                      optimizerName(kind), momentum, weight_decay, scheduleName(lr.kind));
+  }
   POSEIDON_RETURN_IF_ERROR(positive("grad_scale", grad_scale));
   POSEIDON_RETURN_IF_ERROR(atLeast("wd", weight_decay, 0));
   POSEIDON_RETURN_IF_ERROR(unitInterval("momentum", momentum));
@@ -103,6 +110,15 @@ Status OptimizerConfig::validate() const {
 
 kernels::OptimizerStep OptimizerConfig::stepFor(uint64_t t) const {
   kernels::OptimizerStep step;
+  if (sum_only) {
+    // Plain SGD with lr = -1 onto a zeroed chunk: 0 - (-1 * g) is g exactly (both operations
+    // are exact in IEEE arithmetic), so the chunk ends up holding the rank-order sum the kernel
+    // formed, bit for bit. The server zeroes the chunk first (Server's applyLocked).
+    step.kind = OptimizerKind::kSgd;
+    step.lr = -1.0f;
+    step.grad_scale = grad_scale;
+    return step;
+  }
   step.kind = kind;
   step.lr = static_cast<float>(lr.at(t));
   step.grad_scale = grad_scale;
@@ -129,6 +145,7 @@ float OptimizerConfig::stateInitialValue(int word) const {
 // printf-style %g so the text never changes with the formatting library's version (a checkpoint
 // compares it as a string).
 std::string OptimizerConfig::canonical() const {
+  if (sum_only) return fmt::format("optimizer=sum grad_scale={:.9g}", grad_scale);
   return fmt::format(
       "optimizer={} lr={:.17g} schedule={} step_size={} gamma={:.17g} max_steps={} power={:.17g} min_lr={:.17g} "
       "grad_scale={:.9g} wd={:.9g} momentum={:.9g} nesterov={} eps={:.9g} beta1={:.9g} beta2={:.9g} init={:.9g}",

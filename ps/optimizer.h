@@ -37,6 +37,12 @@ struct LrSchedule {
 
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kSgd;
+  // "sum": the server keeps no model, only this clock's rank-order sum of the workers' gradients
+  // (times grad_scale), which the workers pull and feed to an optimizer they run themselves —
+  // BytePS's summation service. HybComm needs it: a layer can then move between PS, SFB and ring
+  // from one iteration to the next, since every scheme yields the same thing (the aggregate) and
+  // the weights and optimizer state never leave the workers. BSP only (validated by the server).
+  bool sum_only = false;
   LrSchedule lr;
   float grad_scale = 1.0f;   // the server sets 1/P1 when it averages
   float weight_decay = 0.0f;
@@ -62,7 +68,7 @@ struct OptimizerConfig {
 // Parses "sgd", "sgd:lr=0.1,momentum=0.9,wd=5e-4,nesterov=1", "adagrad:lr=0.01,init=0.1",
 // "adam:lr=0.001,beta1=0.9,beta2=0.999,eps=1e-8", with schedule keys
 // "schedule=step,step_size=30,gamma=0.1" | "schedule=poly,max_steps=1000,power=0.9" |
-// "schedule=cosine,max_steps=1000,min_lr=0". Unknown keys and bad numbers are errors naming them.
+// "schedule=cosine,max_steps=1000,min_lr=0", or "sum" (no options). Unknown keys and bad numbers are errors naming them.
 Result<OptimizerConfig> parseOptimizer(std::string_view spec);
 
 const char* optimizerName(OptimizerKind kind);

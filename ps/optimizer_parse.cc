@@ -179,10 +179,18 @@ Result<OptimizerConfig> parseOptimizer(std::string_view spec) {
   const auto colon = spec.find(':');
   const std::string_view name = trim(spec.substr(0, colon));
   OptimizerConfig config;
+  if (name == "sum") {
+    if (colon != std::string_view::npos) {
+      return makeStatus(StatusCode::kInvalidArgument, "optimizer sum takes no options, got '{}'",
+                        spec.substr(colon + 1));
+    }
+    config.sum_only = true;
+    return config;
+  }
   const auto kinds = {OptimizerKind::kSgd, OptimizerKind::kAdagrad, OptimizerKind::kAdam};
   const auto kind = std::find_if(kinds.begin(), kinds.end(), [&](OptimizerKind k) { return name == optimizerName(k); });
   if (kind == kinds.end()) {
-    return makeStatus(StatusCode::kInvalidArgument, "unknown optimizer '{}' (expected sgd, adagrad or adam)", name);
+    return makeStatus(StatusCode::kInvalidArgument, "unknown optimizer '{}' (expected sgd, adagrad, adam or sum)", name);
   }
   config.kind = *kind;
   auto options = splitOptions(colon == std::string_view::npos ? std::string_view() : spec.substr(colon + 1));

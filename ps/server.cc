@@ -342,6 +342,7 @@ void ServerImpl::applyLocked(uint32_t index, ChunkState& chunk, std::span<const 
   update.count = shard_.chunks[index].bytes / sizeof(float);
   update.gradients = gradients;
   update.step = options_.optimizer.stepFor(chunk.steps);
+  if (options_.optimizer.sum_only) std::fill_n(update.params, update.count, 0.0f);
   kernels::chunkUpdateCpu(update);
   ++chunk.steps;
   updates_.fetch_add(1, std::memory_order_relaxed);
@@ -494,6 +495,11 @@ Result<std::unique_ptr<Server>> Server::start(transport::Context& context, trans
   POSEIDON_RETURN_IF_ERROR(job.validate(context));
   POSEIDON_RETURN_IF_ERROR(options.optimizer.validate());
   POSEIDON_RETURN_IF_ERROR(options.consistency.validate());
+  if (options.optimizer.sum_only && options.consistency.mode != Consistency::Mode::kBsp) {
+    // SSP and async apply each push on its own: a sum server would hand out single gradients.
+    return makeStatus(StatusCode::kInvalidArgument, "optimizer sum needs BSP consistency, not {}",
+                      options.consistency.canonical());
+  }
   if (!job.isServerRank(context.rank())) {
     return makeStatus(StatusCode::kInvalidArgument, "rank {} is not a server rank of the PS job ({} workers, {} servers)",
                       context.rank(), job.workers, job.servers);

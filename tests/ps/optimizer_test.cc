@@ -2,11 +2,14 @@
 // scalars of a step, and canonical() as the checkpoint's compatibility key.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <numbers>
 #include <set>
+#include <vector>
 
+#include "kernels/chunk_update.h"
 #include "ps/optimizer.h"
 
 namespace poseidon::ps {
@@ -172,8 +175,8 @@ void expectParseError(std::string_view spec, const std::string& message) {
 }
 
 TEST(OptimizerParse, BadSpecsNameTheKeyAndValue) {
-  expectParseError("adamw", "unknown optimizer 'adamw' (expected sgd, adagrad or adam)");
-  expectParseError("", "unknown optimizer '' (expected sgd, adagrad or adam)");
+  expectParseError("adamw", "unknown optimizer 'adamw' (expected sgd, adagrad, adam or sum)");
+  expectParseError("", "unknown optimizer '' (expected sgd, adagrad, adam or sum)");
   expectParseError("sgd:lr=abc", "optimizer option 'lr' value 'abc' is not a number");
   expectParseError("sgd:lr=0.1x", "optimizer option 'lr' value '0.1x' is not a number");
   expectParseError("sgd:lr=", "optimizer option 'lr' value '' is not a number");
@@ -202,6 +205,31 @@ TEST(OptimizerParse, BadSpecsNameTheKeyAndValue) {
   expectParseError("sgd:lr=nan", "optimizer lr nan is not a finite value >= 0");
   expectParseError("sgd:nesterov=1", "optimizer nesterov needs sgd with momentum in (0, 1), not sgd with momentum 0");
   expectParseError("sgd:schedule=step", "optimizer step_size 0 is not > 0 (needed by schedule=step)");
+  expectParseError("sum:lr=0.1", "optimizer sum takes no options, got 'lr=0.1'");
+}
+
+// "sum": a summation server; its step turns a zeroed chunk into the scaled sum, exactly.
+TEST(OptimizerParse, SumIsASummationServer) {
+  auto sum = parseOptimizer("sum");
+  ASSERT_TRUE(sum.isOk()) << sum.status().toString();
+  EXPECT_TRUE(sum->sum_only);
+  EXPECT_EQ(sum->stateWords(), 0);
+  EXPECT_EQ(sum->canonical(), "optimizer=sum grad_scale=1");
+  OptimizerConfig momentum = *sum;
+  momentum.momentum = 0.9f;
+  EXPECT_NE(momentum.validate().message().find("optimizer sum takes no optimizer settings"), std::string::npos)
+      << momentum.validate().toString();
+  // 0 - (-1 * g) == g for awkward values (subnormal, negative zero, the largest float).
+  const std::vector<float> gradient = {1.0f / 3, -7.5e-39f, -0.0f, 3.4028235e38f, 1e-45f};
+  std::vector<float> params(gradient.size(), 123.0f);
+  std::fill(params.begin(), params.end(), 0.0f);
+  const float* g = gradient.data();
+  kernels::ChunkUpdate update{params.data(), nullptr, nullptr, params.size(), std::span<const float* const>(&g, 1),
+                              sum->stepFor(5)};
+  kernels::chunkUpdateCpu(update);
+  for (size_t i = 0; i < gradient.size(); ++i) {
+    EXPECT_EQ(params[i], gradient[i]) << i;
+  }
 }
 
 TEST(OptimizerStepFor, ScheduleAndAdamBiasCorrections) {
