@@ -7,9 +7,11 @@
 namespace poseidon::ps {
 
 using transport::makeStatus;
+using transport::Status;
 using transport::StatusCode;
 
-Result<ChunkLayout> ChunkLayout::build(std::span<const TensorSpec> tensors, int servers, uint64_t chunk_bytes) {
+Result<ChunkLayout> ChunkLayout::build(std::span<const TensorSpec> tensors, int servers, uint64_t chunk_bytes,
+                                       std::span<const size_t> chunk_starts) {
   if (tensors.empty()) return makeStatus(StatusCode::kInvalidArgument, "model has no tensors");
   if (servers < 1) return makeStatus(StatusCode::kInvalidArgument, "servers {} is not >= 1", servers);
   if (chunk_bytes == 0 || chunk_bytes % 4 != 0) {
@@ -29,37 +31,53 @@ Result<ChunkLayout> ChunkLayout::build(std::span<const TensorSpec> tensors, int 
     }
     total += t.elements * 4;
   }
-  const uint64_t chunk_count = (total + chunk_bytes - 1) / chunk_bytes;
-  if (chunk_count > std::numeric_limits<uint32_t>::max()) {
-    return makeStatus(StatusCode::kInvalidArgument, "{} chunks of {} bytes exceed the 2^32 chunk ids", chunk_count,
-                      chunk_bytes);
+  for (size_t i = 0; i < chunk_starts.size(); ++i) {
+    if (chunk_starts[i] >= tensors.size() || (i > 0 && chunk_starts[i] <= chunk_starts[i - 1])) {
+      return makeStatus(StatusCode::kInvalidArgument,
+                        "chunk start {} (entry {}) is not a tensor index in [0, {}) above the previous entry",
+                        chunk_starts[i], i, tensors.size());
+    }
   }
   ChunkLayout layout;
   layout.servers_ = servers;
   layout.chunk_bytes_ = chunk_bytes;
-  layout.chunks_.reserve(chunk_count);
-  for (uint64_t i = 0; i < chunk_count; ++i) {
-    Chunk chunk;
-    chunk.id = static_cast<uint32_t>(i);
-    chunk.server = static_cast<int>(i % static_cast<uint64_t>(servers));
-    chunk.bytes = std::min(chunk_bytes, total - i * chunk_bytes);
-    layout.chunks_.push_back(chunk);
-  }
   layout.pieces_.resize(tensors.size());
-  uint64_t position = 0;  // byte offset in the packed model
+  // Walks the packed model once: a chunk closes when full or when the next tensor starts a fresh one.
+  uint64_t position = 0;     // byte offset in the packed model
+  uint64_t chunk_start = 0;  // where the open chunk began
+  const auto closeChunk = [&]() -> Status {
+    if (position == chunk_start) return Status::ok();
+    if (layout.chunks_.size() >= std::numeric_limits<uint32_t>::max()) {
+      return makeStatus(StatusCode::kInvalidArgument, "more than 2^32 chunks of {} bytes", chunk_bytes);
+    }
+    Chunk chunk;
+    chunk.id = static_cast<uint32_t>(layout.chunks_.size());
+    chunk.server = static_cast<int>(chunk.id % static_cast<uint32_t>(servers));
+    chunk.model_offset = chunk_start;
+    chunk.bytes = position - chunk_start;
+    layout.chunks_.push_back(chunk);
+    chunk_start = position;
+    return Status::ok();
+  };
+  size_t next_start = 0;
   for (size_t t = 0; t < tensors.size(); ++t) {
+    if (next_start < chunk_starts.size() && chunk_starts[next_start] == t) {
+      ++next_start;
+      POSEIDON_RETURN_IF_ERROR(closeChunk());
+    }
     uint64_t left = tensors[t].elements * 4;
     uint64_t tensor_offset = 0;
     while (left > 0) {
-      const uint64_t chunk = position / chunk_bytes;
-      const uint64_t in_chunk = position % chunk_bytes;
+      const uint64_t in_chunk = position - chunk_start;
       const uint64_t take = std::min(left, chunk_bytes - in_chunk);
-      layout.pieces_[t].push_back({static_cast<uint32_t>(chunk), in_chunk, tensor_offset, take});
+      layout.pieces_[t].push_back({static_cast<uint32_t>(layout.chunks_.size()), in_chunk, tensor_offset, take});
       position += take;
       tensor_offset += take;
       left -= take;
+      if (position - chunk_start == chunk_bytes) POSEIDON_RETURN_IF_ERROR(closeChunk());
     }
   }
+  POSEIDON_RETURN_IF_ERROR(closeChunk());
   return layout;
 }
 

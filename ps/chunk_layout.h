@@ -38,15 +38,20 @@ struct TensorPiece {
 struct Chunk {
   uint32_t id = 0;
   int server = 0;
-  uint64_t bytes = 0;  // chunk_bytes, or less for the last chunk
+  uint64_t model_offset = 0;  // bytes into the packed model where the chunk starts
+  uint64_t bytes = 0;         // chunk_bytes, or less for the last chunk and one cut at a chunk start
 };
 
 class ChunkLayout {
  public:
   // Fails, naming the value, on an empty model, a tensor of 0 elements, duplicate names, servers
   // < 1, or a chunk size that is not a positive multiple of 4 bytes.
+  // `chunk_starts`: indices of tensors (ascending) that begin a fresh chunk, the one before being
+  // cut short. HybComm passes each layer's first tensor, so no chunk is shared by two layers and a
+  // layer can travel through the PS in an iteration when its neighbours go another way.
   static Result<ChunkLayout> build(std::span<const TensorSpec> tensors, int servers,
-                                   uint64_t chunk_bytes = kDefaultChunkBytes);
+                                   uint64_t chunk_bytes = kDefaultChunkBytes,
+                                   std::span<const size_t> chunk_starts = {});
 
   const std::vector<Chunk>& chunks() const { return chunks_; }
   const std::vector<TensorPiece>& piecesOf(size_t tensor) const { return pieces_[tensor]; }

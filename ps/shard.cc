@@ -7,7 +7,7 @@ Shard Shard::of(const ChunkLayout& layout, int server) {
   shard.server = server;
   for (const Chunk& chunk : layout.chunks()) {
     if (chunk.server != server) continue;
-    shard.chunks.push_back({chunk.id, shard.bytes, uint64_t{chunk.id} * layout.chunkBytes(), chunk.bytes});
+    shard.chunks.push_back({chunk.id, shard.bytes, chunk.model_offset, chunk.bytes});
     shard.bytes += chunk.bytes;
   }
   return shard;

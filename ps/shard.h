@@ -1,6 +1,6 @@
 // Shard: the chunks one server holds, in the order it stores them. Local chunk j of server s is
-// global chunk s + j * P2 at byte j * chunk_bytes of the server's memory; only the model's last
-// chunk can be short, and it is its server's last, so the local layout has no holes.
+// global chunk s + j * P2, stored right after local chunk j - 1 (chunks cut short at the model's
+// end or at a chunk start take only their own bytes), so the local layout has no holes.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "ps/chunk_layout.h"
 #include "ps/model_zoo.h"
@@ -49,6 +51,33 @@ TEST(ChunkLayout, SmallTensorsShareAChunkAndLargeOnesSpanMany) {
   EXPECT_EQ(layout->piecesOf(0)[0].chunk, layout->piecesOf(1)[0].chunk);
   EXPECT_EQ(layout->piecesOf(2).size(), 4u);  // 3 MiB + 20 B starting 120 B into chunk 0
   expectCoversEverything(*layout, tensors);
+}
+
+// Chunk starts: the named tensors open a fresh chunk (the one before is cut short), so no chunk
+// holds two layers; model offsets stay packed and chunks still alternate over the servers.
+TEST(ChunkLayout, ChunkStartsCutTheChunkBeforeThem) {
+  const std::vector<TensorSpec> tensors = {{"a", 10}, {"b", 3}, {"c", 40}, {"d", 1}};
+  const std::vector<size_t> starts = {1, 3};
+  auto layout = ChunkLayout::build(tensors, 2, 64, starts);  // 16 floats per chunk
+  ASSERT_TRUE(layout.isOk()) << layout.status().toString();
+  expectCoversEverything(*layout, tensors);
+  std::vector<std::pair<uint64_t, uint64_t>> chunks;  // (model offset, bytes)
+  for (const Chunk& chunk : layout->chunks()) {
+    EXPECT_EQ(chunk.server, static_cast<int>(chunk.id % 2));
+    chunks.emplace_back(chunk.model_offset, chunk.bytes);
+  }
+  // a: [0, 40) alone; b + c: [40, 212) in 64-byte chunks; d: [212, 216) alone.
+  const std::vector<std::pair<uint64_t, uint64_t>> expected = {{0, 40}, {40, 64}, {104, 64}, {168, 44}, {212, 4}};
+  EXPECT_EQ(chunks, expected);
+  EXPECT_EQ(layout->piecesOf(3).front().chunk, 4u);
+
+  for (const std::vector<size_t>& bad : {std::vector<size_t>{4}, std::vector<size_t>{2, 1}, std::vector<size_t>{1, 1}}) {
+    auto refused = ChunkLayout::build(tensors, 2, 64, bad);
+    ASSERT_FALSE(refused.isOk());
+    EXPECT_NE(refused.status().message().find("is not a tensor index in [0, 4) above the previous entry"),
+              std::string::npos)
+        << refused.status().toString();
+  }
 }
 
 TEST(ChunkLayout, IsAPureFunctionOfTheModelAndServers) {
