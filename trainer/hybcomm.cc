@@ -1,0 +1,247 @@
+#include "trainer/hybcomm.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace poseidon::trainer {
+
+using sfb::Scheme;
+using transport::makeStatus;
+using transport::StatusCode;
+
+namespace {
+
+size_t indexOf(Scheme scheme) { return static_cast<size_t>(scheme); }
+
+constexpr double kNone = -1.0;  // "not measured" in an agreed vector (max keeps any real time)
+
+std::string seconds(double s) { return fmt::format("{:.4g} s", s); }
+
+}  // namespace
+
+bool HybComm::applies(Scheme scheme, const sfb::LayerShape& layer) {
+  return layer.isFullyConnected() || scheme == Scheme::kPs || scheme == Scheme::kRing;
+}
+
+Result<HybComm> HybComm::create(std::vector<sfb::LayerShape> layers, const sfb::ClusterShape& cluster,
+                                const HybCommOptions& options) {
+  if (layers.empty()) return makeStatus(StatusCode::kInvalidArgument, "HybComm needs at least one layer");
+  auto decisions = sfb::bestSchemes(layers, cluster, options.closed_form);
+  if (!decisions) return decisions.status();
+  if (options.mode == HybCommMode::kAdaptive) {
+    if (options.candidates.empty()) {
+      return makeStatus(StatusCode::kInvalidArgument, "adaptive HybComm needs at least one candidate scheme");
+    }
+    for (size_t i = 0; i < options.candidates.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (options.candidates[i] == options.candidates[j]) {
+          return makeStatus(StatusCode::kInvalidArgument, "candidate scheme {} is listed twice",
+                            sfb::schemeName(options.candidates[i]));
+        }
+      }
+    }
+    if (options.trial_iterations < 1 || options.window < 1) {
+      return makeStatus(StatusCode::kInvalidArgument, "trial iterations {} and window {} must both be >= 1",
+                        options.trial_iterations, options.window);
+    }
+    if (!(options.drift_margin > 0) || !std::isfinite(options.drift_margin)) {
+      return makeStatus(StatusCode::kInvalidArgument, "drift margin {} is not a finite fraction > 0",
+                        options.drift_margin);
+    }
+  }
+  if (options.mode == HybCommMode::kFixed &&
+      std::none_of(layers.begin(), layers.end(), [&](const auto& l) { return applies(options.fixed, l); })) {
+    return makeStatus(StatusCode::kInvalidArgument, "fixed scheme {} applies to none of the {} layers",
+                      sfb::schemeName(options.fixed), layers.size());
+  }
+
+  HybComm hybcomm(std::move(layers), options);
+  for (size_t l = 0; l < hybcomm.layers_.size(); ++l) {
+    hybcomm.state_[l].closed_form = (*decisions)[l].scheme;
+    hybcomm.state_[l].closed_form_reason = (*decisions)[l].reason;
+  }
+  for (size_t l = 0; l < hybcomm.layers_.size(); ++l) {
+    const LayerState& state = hybcomm.state_[l];
+    const sfb::LayerShape& layer = hybcomm.layers_[l];
+    switch (options.mode) {
+      case HybCommMode::kClosedForm:
+        hybcomm.setScheme(l, state.closed_form, state.closed_form_reason + " (closed form)");
+        break;
+      case HybCommMode::kFixed:
+        if (applies(options.fixed, layer)) {
+          hybcomm.setScheme(l, options.fixed, fmt::format("{}: {} (fixed)", layer.name, sfb::schemeName(options.fixed)));
+        } else {
+          hybcomm.setScheme(l, Scheme::kPs, fmt::format("{}: PS (fixed {} needs a fully-connected layer)", layer.name,
+                                                        sfb::schemeName(options.fixed)));
+        }
+        break;
+      case HybCommMode::kAdaptive:
+        hybcomm.state_[l].retiming = true;
+        break;
+    }
+  }
+  if (options.mode == HybCommMode::kAdaptive) {
+    hybcomm.phase_ = Phase::kTrial;
+    hybcomm.enterTrialSlot(0);
+  }
+  return hybcomm;
+}
+
+HybComm::HybComm(std::vector<sfb::LayerShape> layers, HybCommOptions options)
+    : layers_(std::move(layers)), options_(std::move(options)), state_(layers_.size()) {}
+
+void HybComm::setScheme(size_t layer, Scheme scheme, std::string reason) {
+  state_[layer].current = scheme;
+  spdlog::info("HybComm iteration {}: {}", iteration_, reason);
+  choices_.push_back({iteration_, layer, scheme, std::move(reason)});
+}
+
+void HybComm::enterTrialSlot(int slot) {
+  const Scheme candidate = options_.candidates[static_cast<size_t>(slot / options_.trial_iterations)];
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    LayerState& state = state_[l];
+    if (!state.retiming) continue;
+    // A candidate that cannot carry this layer: the layer goes its closed-form way, untimed.
+    state.current = applies(candidate, layers_[l]) ? candidate : state.closed_form;
+  }
+}
+
+void HybComm::record(size_t layer, double seconds_taken, uint64_t bytes_sent, uint64_t bytes_received) {
+  LayerState& state = state_[layer];
+  SchemeCounters& counters = state.counters[indexOf(state.current)];
+  ++counters.iterations;
+  counters.seconds += seconds_taken;
+  counters.bytes_sent += bytes_sent;
+  counters.bytes_received += bytes_received;
+  if (phase_ == Phase::kTrial && state.retiming) {
+    const int slot = static_cast<int>(iteration_ - phase_start_);
+    const Scheme candidate = options_.candidates[static_cast<size_t>(slot / options_.trial_iterations)];
+    if (state.current != candidate) return;  // standing in for a candidate that does not apply
+    double& fastest = state.fastest[indexOf(candidate)];
+    fastest = fastest > 0 ? std::min(fastest, seconds_taken) : seconds_taken;
+    return;
+  }
+  state.window_seconds += seconds_taken;
+  ++state.window_count;
+}
+
+const SchemeCounters& HybComm::counters(size_t layer, Scheme scheme) const {
+  return state_[layer].counters[indexOf(scheme)];
+}
+
+Status HybComm::endIteration(const Agree& agree) {
+  ++iteration_;
+  if (options_.mode != HybCommMode::kAdaptive) return Status::ok();
+  const uint64_t elapsed = iteration_ - phase_start_;
+  if (phase_ == Phase::kTrial) {
+    const uint64_t slots = options_.candidates.size() * static_cast<uint64_t>(options_.trial_iterations);
+    if (elapsed < slots) {
+      if (elapsed % static_cast<uint64_t>(options_.trial_iterations) == 0) enterTrialSlot(static_cast<int>(elapsed));
+      return Status::ok();
+    }
+    return decideTrials(agree);
+  }
+  if (elapsed < static_cast<uint64_t>(options_.window)) return Status::ok();
+  return checkDrift(agree);
+}
+
+Status HybComm::decideTrials(const Agree& agree) {
+  const size_t candidates = options_.candidates.size();
+  std::vector<double> mine(layers_.size() * candidates, kNone);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (!state_[l].retiming) continue;
+    for (size_t c = 0; c < candidates; ++c) {
+      const double fastest = state_[l].fastest[indexOf(options_.candidates[c])];
+      if (fastest > 0) mine[l * candidates + c] = fastest;
+    }
+  }
+  auto agreed = agree(mine);
+  if (!agreed) return agreed.status();
+  if (agreed->size() != mine.size()) {
+    return makeStatus(StatusCode::kInternal, "HybComm agreement returned {} values for {} sent", agreed->size(),
+                      mine.size());
+  }
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    LayerState& state = state_[l];
+    if (!state.retiming) continue;
+    // Cheapest first; ties keep the closed-form scheme, then the candidates' order.
+    std::vector<std::pair<double, Scheme>> timed;
+    for (size_t c = 0; c < candidates; ++c) {
+      const double t = (*agreed)[l * candidates + c];
+      if (t >= 0) timed.emplace_back(t, options_.candidates[c]);
+    }
+    std::stable_sort(timed.begin(), timed.end(), [&](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first < b.first;
+      return a.second == state.closed_form && b.second != state.closed_form;
+    });
+    state.retiming = false;
+    std::fill(std::begin(state.fastest), std::end(state.fastest), 0.0);
+    state.window_seconds = 0;
+    state.window_count = 0;
+    state.reference = 0;
+    if (timed.empty()) {  // no candidate applies: the closed form decides
+      state.won_with = 0;
+      setScheme(l, state.closed_form, state.closed_form_reason + " (no candidate applies)");
+      continue;
+    }
+    std::string reason = fmt::format("{}: ", layers_[l].name);
+    for (size_t i = 0; i < timed.size(); ++i) {
+      if (i > 0) reason += timed[i].first == timed[i - 1].first ? " = " : " < ";
+      reason += fmt::format("{} {}", sfb::schemeName(timed[i].second), seconds(timed[i].first));
+    }
+    reason += fmt::format(" (measured: slowest worker, fastest of {} iterations; closed form: {})",
+                          options_.trial_iterations, sfb::schemeName(state.closed_form));
+    state.won_with = timed.front().first;
+    setScheme(l, timed.front().second, std::move(reason));
+  }
+  phase_ = Phase::kSteady;
+  phase_start_ = iteration_;
+  return Status::ok();
+}
+
+Status HybComm::checkDrift(const Agree& agree) {
+  std::vector<double> mine(layers_.size(), kNone);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerState& state = state_[l];
+    if (state.window_count > 0) mine[l] = state.window_seconds / static_cast<double>(state.window_count);
+  }
+  auto agreed = agree(mine);
+  if (!agreed) return agreed.status();
+  if (agreed->size() != mine.size()) {
+    return makeStatus(StatusCode::kInternal, "HybComm agreement returned {} values for {} sent", agreed->size(),
+                      mine.size());
+  }
+  bool any = false;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    LayerState& state = state_[l];
+    state.window_seconds = 0;
+    state.window_count = 0;
+    const double mean = (*agreed)[l];
+    if (mean < 0) continue;
+    // The first window after a decision sets the reference: the trial's fastest-of-n time is
+    // biased low against a mean, so drift is measured mean against mean.
+    if (state.reference <= 0) {
+      state.reference = mean;
+      continue;
+    }
+    const double drift = mean / state.reference - 1.0;
+    if (std::abs(drift) <= options_.drift_margin) continue;
+    spdlog::info("HybComm iteration {}: {}: {} took {} per iteration over the last {}, {:+.0f}% against its {}: "
+                 "timing the candidates again",
+                 iteration_, layers_[l].name, sfb::schemeName(state.current), seconds(mean), options_.window,
+                 drift * 100, seconds(state.reference));
+    state.retiming = true;
+    any = true;
+  }
+  phase_start_ = iteration_;
+  if (any) {
+    phase_ = Phase::kTrial;
+    enterTrialSlot(0);
+  }
+  return Status::ok();
+}
+
+}  // namespace poseidon::trainer
