@@ -25,6 +25,10 @@ Status DeviceOptions::validate() const {
     return makeStatus(StatusCode::kInvalidArgument,
                       "gid_index {} is not valid: expected -1 (automatic) or a GID table index >= 0", gid_index);
   }
+  if (max_write_bytes < 4096 || max_write_bytes > (uint64_t{1} << 31)) {
+    return makeStatus(StatusCode::kInvalidArgument, "max_write_bytes {} is not in [4096, 2147483648]",
+                      max_write_bytes);
+  }
   if (handshake_timeout.count() <= 0) {
     return makeStatus(StatusCode::kInvalidArgument, "handshake_timeout {} ms is not positive",
                       handshake_timeout.count());

@@ -28,6 +28,9 @@ struct DeviceOptions {
   // verbs: the source GID index every queue pair uses (perftest's -x); -1 lets rdma_cm pick the
   // GID of the netdev carrying `address` (RoCE v2 where the port has it).
   int gid_index = -1;
+  // verbs: the most one RDMA WRITE carries (ports allow up to 2 GiB); a longer message or write
+  // is split into several. Tests lower it to run the split paths without gigabyte buffers.
+  uint64_t max_write_bytes = uint64_t{1} << 30;
   std::chrono::milliseconds handshake_timeout{5000};
   // Tells GPU memory from host memory at registration (device_memory.h); null: the build's own.
   // Tests put a stand-in here to run the staging paths on machines without a GPU.

@@ -18,6 +18,7 @@
 
 #include "transport/memory.h"
 #include "transport/request.h"
+#include "transport/traffic.h"
 
 namespace poseidon::transport {
 
@@ -37,6 +38,9 @@ class Pair {
   virtual std::string peerName() const = 0;
   // OK while connected; the cause once the connection broke.
   virtual Status status() const = 0;
+  // Payload bytes and messages this pair sent and received so far (the rule: traffic.h). Any
+  // thread, cheap: it takes no lock.
+  virtual PairTraffic traffic() const = 0;
 
   // Sends the concatenation of `slices` as one message on `tag`.
   virtual RequestPtr sendv(uint32_t tag, std::span<const Slice> slices) = 0;

@@ -6,6 +6,9 @@
 // - the frame every call runs in (submit): refuse bad arguments, fail at once on a broken
 //   connection, otherwise start the operation under the lock and complete requests after it;
 // - write notifications: recvImm() and the queue the backend feeds as writes land;
+// - the traffic counters (traffic.h), counted where operations succeed, so the rule is kept
+//   in one place: the backend reports each success through sentLocked, receivedLocked or
+//   landedLocked;
 // - the rule for logging a broken connection.
 // The backend keeps everything about its wire: connection set-up, framing, credits' transport,
 // and which requests are in flight there when it fails.
@@ -28,6 +31,7 @@ class PairBase : public Pair {
   std::string peerName() const final;
   Status status() const final;
   RequestPtr recvImm() final;
+  PairTraffic traffic() const final { return traffic_.read(); }
 
   // Any thread, without the lock.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
@@ -60,6 +64,25 @@ class PairBase : public Pair {
     return request;
   }
 
+  // Under the lock. A send or write of `bytes` succeeded at this side: counts it and completes
+  // `request` with its length after the lock.
+  void sentLocked(Completions& done, const RequestPtr& request, uint64_t bytes) {
+    traffic_.countSent(bytes);
+    done.push_back({request, Status::ok(), bytes});
+  }
+  // Under the lock. A posted receive got its message of `bytes`: counts it and completes
+  // `request` with that length after the lock.
+  void receivedLocked(Completions& done, const RequestPtr& request, uint64_t bytes) {
+    traffic_.countReceived(bytes);
+    done.push_back({request, Status::ok(), bytes});
+  }
+  // Under the lock. A peer's write of `bytes` landed in our memory: counts it (the bytes are
+  // there even if the peer then breaks the notification limit) and hands `imm` to recvImm().
+  Status landedLocked(uint64_t bytes, uint32_t imm, Completions& done) {
+    traffic_.countReceived(bytes);
+    return imms_.deliver(imm, done);
+  }
+
   // Under the lock: records `cause` as the pair's failure. False when it had already failed:
   // the first cause is the one every request reports.
   bool markFailedLocked(const Status& cause);
@@ -80,6 +103,7 @@ class PairBase : public Pair {
  private:
   const int peer_rank_;
   std::atomic<bool> failed_{false};
+  TrafficCounters traffic_;
 };
 
 }  // namespace poseidon::transport

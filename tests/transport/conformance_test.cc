@@ -13,6 +13,7 @@
 #include "tests/support/mesh.h"
 #include "tests/support/rdma.h"
 #include "transport/device.h"
+#include "transport/traffic.h"
 
 namespace poseidon::transport {
 namespace {
@@ -71,8 +72,9 @@ class Conformance : public ::testing::TestWithParam<BackendCase> {
     if (o.backend == "verbs") o.address = poseidon::testing::rdmaTestAddress();
     return o;
   }
-  Mesh mesh(int size) {
-    auto m = makeMesh(size, options(), "conformance");
+  Mesh mesh(int size) { return mesh(size, options()); }
+  Mesh mesh(int size, const DeviceOptions& o) {
+    auto m = makeMesh(size, o, "conformance");
     if (!m) throw StatusError(m.status());
     return std::move(*m);
   }
@@ -343,6 +345,96 @@ TEST_P(Conformance, ClosingOnePeerFailsItsRequestsOnlyWithTheirPeerNamed) {
   auto s = m[2].pair(0).send(0, *out2.region, 0, 1000);
   ASSERT_TRUE(r->wait(Deadline::after(kTimeout)).isOk()) << r->status().toString();
   EXPECT_EQ(firstMismatch(in.bytes.data(), 1000, 6), -1);
+}
+
+// Traffic counters (traffic.h): payload bytes only, one message per call however the backend
+// cut it up (TCP stripes of 256 KiB; verbs WRITEs of at most 64 KiB here, so the large write
+// below is split and needs its notice), a failed message on neither side, and only on the pair
+// that carried it.
+TEST_P(Conformance, TrafficCountsEachPayloadByteAndMessageOnceOnItsPairOnly) {
+  DeviceOptions o = options();
+  o.max_write_bytes = 64 * 1024;
+  Mesh m = mesh(3, o);
+  for (int r = 0; r < 3; ++r) {
+    for (int p = 0; p < 3; ++p) {
+      if (p != r) {
+        EXPECT_EQ(m[r].pair(p).traffic(), PairTraffic{}) << r << "->" << p << ": the handshake is no payload";
+      }
+    }
+  }
+  constexpr size_t kSize = 4 << 20;
+  Buffer out0 = makeBuffer(m[0], kSize, 1), in1 = makeBuffer(m[1], kSize, 2);
+  Buffer out1 = makeBuffer(m[1], 100000, 3), in0 = makeBuffer(m[0], 100000, 4);
+  Buffer target1 = makeBuffer(m[1], kSize, 5), target0 = makeBuffer(m[0], 4096, 6);
+  std::vector<RequestPtr> all;
+  PairTraffic from0;  // what rank 0 sends rank 1, as pair(1) of rank 0 should count it
+  PairTraffic from1;
+  auto counted = [](PairTraffic& t, uint64_t bytes) {
+    t.bytes_sent += bytes;
+    ++t.messages_sent;
+  };
+  // Sends, each into more room than it needs: the message's length counts, not the room.
+  uint64_t at = 0;
+  for (uint64_t size : {uint64_t{0}, uint64_t{1}, uint64_t{4096}, uint64_t{600000}}) {
+    all.push_back(m[1].pair(0).recv(1, *in1.region, at, size + 100));
+    all.push_back(m[0].pair(1).send(1, *out0.region, at, size));
+    counted(from0, size);
+    at += size + 100;
+  }
+  // Three slices are one message.
+  const Slice slices[] = {{out0.region.get(), 5000, 3000}, {out0.region.get(), 0, 5000}, {out0.region.get(), 9, 1000}};
+  all.push_back(m[1].pair(0).recv(2, *in1.region, at, 9000));
+  all.push_back(m[0].pair(1).sendv(2, slices));
+  counted(from0, 9000);
+  // Writes, from an empty one (its immediate alone) to one of many pieces on every backend.
+  const std::vector<uint64_t> write_sizes = {0, 100, 64 * 1024, (1 << 20) + 7};
+  std::vector<RequestPtr> notes;
+  uint64_t write_at = 0;
+  for (size_t i = 0; i < write_sizes.size(); ++i) {
+    notes.push_back(m[1].pair(0).recvImm());
+    all.push_back(m[0].pair(1).write(*out0.region, write_at, target1.region->remote(), write_at, write_sizes[i],
+                                     static_cast<uint32_t>(i)));
+    counted(from0, write_sizes[i]);
+    write_at += write_sizes[i];
+  }
+  // The other direction, interleaved: rank 1's own counts stay apart from what it received.
+  all.push_back(m[0].pair(1).recv(3, *in0.region, 0, 100000));
+  all.push_back(m[1].pair(0).send(3, *out1.region, 0, 77777));
+  counted(from1, 77777);
+  notes.push_back(m[0].pair(1).recvImm());
+  all.push_back(m[1].pair(0).write(*out1.region, 0, target0.region->remote(), 0, 0, 99));
+  counted(from1, 0);
+  // Larger than its room: both requests fail and neither side counts it.
+  auto too_small = m[1].pair(0).recv(4, *in1.region, 0, 10);
+  auto too_large = m[0].pair(1).send(4, *out0.region, 0, 20);
+
+  ASSERT_TRUE(waitAll(all, Deadline::after(kTimeout)).isOk());
+  ASSERT_TRUE(waitAll(notes, Deadline::after(kTimeout)).isOk());
+  for (size_t i = 0; i < write_sizes.size(); ++i) EXPECT_EQ(notes[i]->imm(), i);
+  EXPECT_EQ(too_small->wait(Deadline::after(kTimeout)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(too_large->wait(Deadline::after(kTimeout)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::memcmp(target1.bytes.data(), out0.bytes.data(), write_at), 0);
+
+  EXPECT_EQ(from0.bytes_sent, uint64_t{0 + 1 + 4096 + 600000 + 9000 + 0 + 100 + 65536 + (1 << 20) + 7});
+  EXPECT_EQ(from0.messages_sent, 9u);
+  const PairTraffic expected0{from0.bytes_sent, from1.bytes_sent, from0.messages_sent, from1.messages_sent};
+  const PairTraffic expected1{from1.bytes_sent, from0.bytes_sent, from1.messages_sent, from0.messages_sent};
+  EXPECT_EQ(m[0].pair(1).traffic(), expected0);
+  EXPECT_EQ(m[1].pair(0).traffic(), expected1);
+  for (auto [r, p] : {std::pair{0, 2}, std::pair{2, 0}, std::pair{1, 2}, std::pair{2, 1}}) {
+    EXPECT_EQ(m[r].pair(p).traffic(), PairTraffic{}) << r << "->" << p << " carried nothing";
+  }
+
+  // A later reading minus an earlier one is what moved in between; a rank's pairs add up.
+  const PairTraffic before = m[0].pair(1).traffic();
+  notes.push_back(m[1].pair(0).recvImm());
+  auto late = m[0].pair(1).write(*out0.region, 0, target1.region->remote(), 0, 5, 7);
+  ASSERT_TRUE(late->wait(Deadline::after(kTimeout)).isOk()) << late->status().toString();
+  ASSERT_TRUE(notes.back()->wait(Deadline::after(kTimeout)).isOk());
+  EXPECT_EQ(trafficSince(before, m[0].pair(1).traffic()), (PairTraffic{5, 0, 1, 0}));
+  PairTraffic rank1 = m[1].pair(0).traffic();
+  rank1 += m[1].pair(2).traffic();
+  EXPECT_EQ(rank1, (PairTraffic{from1.bytes_sent, from0.bytes_sent + 5, from1.messages_sent, from0.messages_sent + 1}));
 }
 
 // One message of 4 GiB + 4099 bytes: past every 32-bit length (a verbs work request carries at

@@ -31,5 +31,20 @@ TEST(DeviceOptions, GidIndexBelowMinusOneIsRefusedNamingIt) {
   EXPECT_NE(device.status().message().find("gid_index -2"), std::string::npos) << device.status().message();
 }
 
+TEST(DeviceOptions, MaxWriteBytesOutsideWhatOneRdmaWriteCarriesIsRefusedNamingIt) {
+  DeviceOptions options;
+  EXPECT_EQ(options.max_write_bytes, uint64_t{1} << 30);
+  options.max_write_bytes = 4096;
+  EXPECT_TRUE(options.validate().isOk());
+  options.max_write_bytes = uint64_t{1} << 31;
+  EXPECT_TRUE(options.validate().isOk());
+  for (uint64_t bad : {uint64_t{0}, uint64_t{4095}, (uint64_t{1} << 31) + 1}) {
+    options.max_write_bytes = bad;
+    const Status st = options.validate();
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("max_write_bytes " + std::to_string(bad)), std::string::npos) << st.message();
+  }
+}
+
 }  // namespace
 }  // namespace poseidon::transport

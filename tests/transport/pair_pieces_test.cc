@@ -19,6 +19,7 @@ class NamedPeer final : public Pair {
   int peerRank() const override { return 1; }
   std::string peerName() const override { return "rank 1 (peer:1)"; }
   Status status() const override { return Status::ok(); }
+  PairTraffic traffic() const override { return {}; }
   RequestPtr sendv(uint32_t, std::span<const Slice>) override { return nullptr; }
   RequestPtr recv(uint32_t, MemoryRegion&, uint64_t, uint64_t) override { return nullptr; }
   RequestPtr write(const MemoryRegion&, uint64_t, const RemoteDescriptor&, uint64_t, uint64_t, uint32_t) override {

@@ -1,7 +1,8 @@
 // Host staging of device memory, on every backend, on any machine: FakeDeviceMemory stands in
 // for a GPU (its device pages are untouchable outside its copies, so a backend that skipped the
 // staging copy would crash here), and the exchanges of device_exchange.h run through it. The
-// copy counters check that each operation stages exactly the range it moves. The verbs cases
+// copy counters check that each operation stages exactly the range it moves, and the traffic
+// counters that the payload counts once, staged or not. The verbs cases
 // run where an RDMA device exists (the Soft-RoCE guest) and skip elsewhere.
 #include <gtest/gtest.h>
 
@@ -44,6 +45,13 @@ class Staging : public ::testing::TestWithParam<std::string> {
   std::shared_ptr<FakeDeviceMemory> fake_ = std::make_shared<FakeDeviceMemory>();
   Mesh mesh_;
 };
+
+// The traffic counters of rank 0 -> rank 1 after `messages` of `bytes` in all: the payload
+// once on each side, never the staging copies as well.
+void expectTraffic(Mesh& m, uint64_t bytes, uint64_t messages) {
+  EXPECT_EQ(m[0].pair(1).traffic(), (PairTraffic{bytes, 0, messages, 0}));
+  EXPECT_EQ(m[1].pair(0).traffic(), (PairTraffic{0, bytes, 0, messages}));
+}
 
 TEST_P(Staging, DeviceMemoryIsRegisteredThroughAHostCopy) {
   DeviceBuffer device = makeDeviceBuffer(mesh_[0], *fake_, 10000, 1);
@@ -88,24 +96,28 @@ TEST_P(Staging, SendAndReceiveBetweenDeviceRegions) {
   const uint64_t moved = (3u << 20) + 5 - 3;
   EXPECT_EQ(fake_->bytesToHost(), moved) << "the sender stages exactly the message";
   EXPECT_EQ(fake_->bytesToDevice(), moved) << "the receiver copies exactly the message to the device";
+  expectTraffic(mesh_, moved, 1);
 }
 
 TEST_P(Staging, SendvMixesHostAndDeviceSlices) {
   poseidon::testing::sendvMixedHostAndDeviceSlices(mesh_, *fake_);
   EXPECT_EQ(fake_->bytesToHost(), 70000u) << "only the device slice is staged";
   EXPECT_EQ(fake_->bytesToDevice(), 91000u);
+  expectTraffic(mesh_, 91000, 1);
 }
 
 TEST_P(Staging, WritesIntoDeviceMemoryAreOnTheDeviceWhenTheirImmediateArrives) {
   poseidon::testing::writesIntoDeviceMemoryInOrder(mesh_, *fake_);
   EXPECT_EQ(fake_->bytesToHost(), 0u);
   EXPECT_EQ(fake_->bytesToDevice(), (3u << 20) + 5);
+  expectTraffic(mesh_, (3u << 20) + 5, 4);
 }
 
 TEST_P(Staging, WriteFromDeviceMemory) {
   poseidon::testing::writeFromDeviceMemory(mesh_, *fake_);
   EXPECT_EQ(fake_->bytesToHost(), (3u << 20) + 5 - 20);
   EXPECT_EQ(fake_->bytesToDevice(), 0u);
+  expectTraffic(mesh_, (3u << 20) + 5 - 20, 1);
 }
 
 TEST_P(Staging, AFailedCopyOutFailsThatSendNamingTheMemoryAndThePairGoesOn) {

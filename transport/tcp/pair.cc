@@ -260,7 +260,7 @@ Status TcpPair::onFrameComplete(const wire::FrameHeader& h) {
         if (!result.isOk()) break;
         posted.received += h.length;
         if (posted.received >= posted.total) {
-          done.push_back({posted.request, Status::ok(), posted.total});
+          receivedLocked(done, posted.request, posted.total);
           rendezvous_.takePosted(h.tag, h.seq);
         }
         break;
@@ -295,10 +295,10 @@ Status TcpPair::deliverWritesLocked(Completions& done) {
     auto it = incoming_writes_.find(next_notify_seq_);
     if (it == incoming_writes_.end() || it->second.received < it->second.total) return Status::ok();
     // A zero-byte write arrives as one empty frame, so its entry exists and is complete.
-    const uint32_t imm = it->second.imm;
+    const IncomingWrite landed = it->second;
     incoming_writes_.erase(it);
     ++next_notify_seq_;
-    POSEIDON_RETURN_IF_ERROR(imms_.deliver(imm, done));
+    POSEIDON_RETURN_IF_ERROR(landedLocked(landed.total, landed.imm, done));
   }
 }
 

@@ -42,6 +42,9 @@ class TcpPair final : public PairBase {
   RequestPtr write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
                    uint64_t remote_offset, uint64_t length, uint32_t imm) override;
 
+  // A stream, under the lock: the last frame of `op` went out, so the send or write succeeded.
+  void opWrittenLocked(const SendOp& op, Completions& done) { sentLocked(done, op.request, op.bytes); }
+
   // Engine thread, from a stream.
   Result<uint8_t*> onFrameHeader(const wire::FrameHeader& header);
   Status onFrameComplete(const wire::FrameHeader& header);

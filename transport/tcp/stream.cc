@@ -84,14 +84,14 @@ void Stream::flushLocked(Completions& done) {
       frame.sent += take;
       written -= take;
       if (frame.sent == frame.size) {
-        if (frame.op && --frame.op->frames_left == 0) done.push_back({frame.op->request, Status::ok(), frame.op->bytes});
+        if (frame.op && --frame.op->frames_left == 0) pair_.opWrittenLocked(*frame.op, done);
         out_.pop_front();
       }
     }
     // Zero-payload frames at the front may now be complete without further bytes.
     while (!out_.empty() && out_.front().size == out_.front().sent) {
       OutFrame& frame = out_.front();
-      if (frame.op && --frame.op->frames_left == 0) done.push_back({frame.op->request, Status::ok(), frame.op->bytes});
+      if (frame.op && --frame.op->frames_left == 0) pair_.opWrittenLocked(*frame.op, done);
       out_.pop_front();
     }
   }

@@ -49,9 +49,9 @@ Result<ControlMessage> decodeControl(const uint8_t* in, size_t length, const std
   const bool known = (type >= static_cast<uint8_t>(ControlType::kClearToSend) &&
                       type <= static_cast<uint8_t>(ControlType::kSendError)) ||
                      (type >= static_cast<uint8_t>(ControlType::kRingCredit) &&
-                      type <= static_cast<uint8_t>(ControlType::kStagedWrite));
+                      type <= static_cast<uint8_t>(ControlType::kSplitWrite));
   if (!known) {
-    return makeStatus(StatusCode::kProtocolError, "control message type {} from {} is not one of 1, 2, 3, 5, 6, 7",
+    return makeStatus(StatusCode::kProtocolError, "control message type {} from {} is not one of 1, 2, 3, 5, 6, 7, 8",
                       type, peer);
   }
   m.type = static_cast<ControlType>(type);

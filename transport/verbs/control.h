@@ -9,6 +9,10 @@
 // Except into staged regions (device memory behind a host copy, memory.h): the target must
 // learn the range to copy it to the device, so such a write's plain WRITEs are followed by a
 // staged-write notice naming address, rkey and length, with the immediate in `tag`.
+// And a write longer than one RDMA WRITE carries (DeviceOptions::max_write_bytes): a WRITE WITH
+// IMM would tell the target only the length of the last piece, so its plain WRITEs are followed
+// by a split-write notice with the full length and the immediate, which the target needs to
+// count what landed (traffic.h).
 //
 // Layout (kControlSize bytes, little-endian):
 //    0 u32 magic   'PSVC'
@@ -16,9 +20,10 @@
 //    5 u8  payload_length  bytes of `payload` used (handshake messages)
 //    6 u16 reserved (0)
 //    8 u32 ring_credits  receive slots the sender reposted since its last report
-//   12 u32 tag     (kClearToSend, kDone, kSendError); the immediate (kStagedWrite)
+//   12 u32 tag     (kClearToSend, kDone, kSendError); the immediate (kStagedWrite, kSplitWrite)
 //   16 u64 seq     message number per (pair, tag)
-//   24 u64 total   room (kClearToSend), message length (kDone, kSendError), write length (kStagedWrite)
+//   24 u64 total   room (kClearToSend), message length (kDone, kSendError), write length (kStagedWrite,
+//                  kSplitWrite)
 //   32 u64 address where the room starts (kClearToSend), where the write landed (kStagedWrite)
 //   40 u32 rkey    of the room (kClearToSend), of the region written (kStagedWrite)
 //   44 u32 reserved (0)
@@ -48,6 +53,7 @@ enum class ControlType : uint8_t {
   kRingCredit = 5,   // only returns receive-ring credits
   kHandshake = 6,    // one of the wire handshake messages, in `payload`
   kStagedWrite = 7,  // a one-sided write into a staged region landed at (address, rkey, total)
+  kSplitWrite = 8,   // a one-sided write of `total` bytes, cut into several WRITEs, landed
 };
 
 struct ControlMessage {

@@ -22,9 +22,6 @@ constexpr int kKindShift = 60;
 constexpr uint64_t kIndexMask = (uint64_t{1} << kKindShift) - 1;
 uint64_t wrId(WrKind kind, uint64_t index) { return (uint64_t{kind} << kKindShift) | index; }
 
-// One RDMA WRITE carries at most this much (ports allow up to 2 GiB).
-constexpr uint64_t kMaxWriteBytes = uint64_t{1} << 30;
-
 }  // namespace
 
 VerbsPair::VerbsPair(VerbsDevice& device, uint64_t context_id, int self_rank, int peer_rank)
@@ -124,6 +121,7 @@ void VerbsPair::enqueueControlLocked(ControlMessage message) {
 Status VerbsPair::enqueueWritesLocked(std::span<const Slice> slices, uint64_t remote_address, uint32_t rkey,
                                       const std::shared_ptr<SendOp>& op) {
   const uint64_t op_id = next_wr_op_++;
+  const uint64_t max_write_bytes = device_.options().max_write_bytes;
   OutboxEntry entry;
   uint64_t entry_bytes = 0;
   auto flush_entry = [&] {
@@ -144,8 +142,8 @@ Status VerbsPair::enqueueWritesLocked(std::span<const Slice> slices, uint64_t re
     }
     uint64_t done = 0;
     while (done < slice.length) {
-      if (entry.sges.size() == max_sge_ || entry_bytes == kMaxWriteBytes) flush_entry();
-      const uint64_t take = std::min(slice.length - done, kMaxWriteBytes - entry_bytes);
+      if (entry.sges.size() == max_sge_ || entry_bytes == max_write_bytes) flush_entry();
+      const uint64_t take = std::min(slice.length - done, max_write_bytes - entry_bytes);
       ibv_sge sge{};
       sge.addr = reinterpret_cast<uint64_t>(slice.region->wire() + slice.offset + done);
       sge.length = static_cast<uint32_t>(take);
@@ -316,7 +314,7 @@ void VerbsPair::startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, co
   }
   message.type = ControlType::kDone;
   enqueueControlLocked(message);
-  if (send.op->wrs_left == 0) done.push_back({send.op->request, Status::ok(), 0});
+  if (send.op->wrs_left == 0) sentLocked(done, send.op->request, 0);
 }
 
 RequestPtr VerbsPair::recv(uint32_t tag, MemoryRegion& region, uint64_t offset, uint64_t length) {
@@ -360,7 +358,18 @@ RequestPtr VerbsPair::write(const MemoryRegion& local, uint64_t local_offset, co
       notice.rkey = remote.key;
       notice.total = length;
       enqueueControlLocked(notice);
-      if (op->wrs_left == 0) done.push_back({request, Status::ok(), 0});
+      if (op->wrs_left == 0) sentLocked(done, request, 0);
+      drainOutboxLocked(done);
+      return;
+    }
+    if (op->wrs_left > 1) {
+      // The target learns a WRITE WITH IMM's length only, not the whole write's: a notice
+      // after the WRITEs names it, with the immediate.
+      ControlMessage notice;
+      notice.type = ControlType::kSplitWrite;
+      notice.tag = imm;
+      notice.total = length;
+      enqueueControlLocked(notice);
       drainOutboxLocked(done);
       return;
     }
@@ -400,7 +409,7 @@ void VerbsPair::onWorkCompletion(const ibv_wc& wc) {
         st = handshake_ == HandshakeState::kAwaitHello || handshake_ == HandshakeState::kAwaitProof
                  ? makeStatus(StatusCode::kProtocolError, "{} wrote into our memory before the handshake finished",
                               peerName())
-                 : imms_.deliver(ntohl(wc.imm_data), done);
+                 : landedLocked(wc.byte_len, ntohl(wc.imm_data), done);
       } else {
         const uint8_t* bytes = recv_ring_.data() + index * kControlSize;
         auto message = decodeControl(bytes, wc.byte_len, peerName());
@@ -425,7 +434,7 @@ void VerbsPair::onWorkCompletion(const ibv_wc& wc) {
       --sq_outstanding_;
       auto it = wr_ops_.find(index);
       if (it != wr_ops_.end() && --it->second->wrs_left == 0) {
-        done.push_back({it->second->request, Status::ok(), it->second->bytes});
+        sentLocked(done, it->second->request, it->second->bytes);
         wr_ops_.erase(it);
       }
     }
@@ -487,12 +496,15 @@ Status VerbsPair::onControlLocked(const ControlMessage& m, Completions& done) {
         failRequest(done, posted.request, landed);
         return landed;
       }
-      done.push_back({posted.request, Status::ok(), m.total});
+      receivedLocked(done, posted.request, m.total);
       return Status::ok();
     }
     case ControlType::kStagedWrite:
       POSEIDON_RETURN_IF_ERROR(onStagedWriteLocked(m));
-      return imms_.deliver(m.tag, done);
+      return landedLocked(m.total, m.tag, done);
+    case ControlType::kSplitWrite:
+      // Its WRITEs landed before it (RC order); nothing to copy, only the length to count.
+      return landedLocked(m.total, m.tag, done);
   }
   return makeStatus(StatusCode::kInternal, "unhandled control type {}", static_cast<int>(m.type));
 }

@@ -8,7 +8,9 @@
 // - write() RDMA-writes into the peer's region, the last WRITE carrying the immediate (RDMA WRITE
 //   WITH IMM); immediates arrive in posted order and feed recvImm(). Into a staged region (GPU
 //   memory behind a host copy, memory.h) the WRITEs are followed by a staged-write notice
-//   instead, naming the range the target must copy to the device before the immediate.
+//   instead, naming the range the target must copy to the device before the immediate. A write
+//   longer than one WRITE carries (DeviceOptions::max_write_bytes) ends in a split-write notice
+//   with its full length instead, which the target's traffic counters need (traffic.h).
 // - the control ring has credits: each side may send as many control messages as the other
 //   has receive slots posted; slots reposted are reported back in every control message.
 // Every work request goes through one FIFO outbox, so a done never overtakes its writes and
