@@ -1,0 +1,30 @@
+// How SFB workers learn each other's receive buffers: each publishes the remote descriptor of its
+// registered receive buffer in the bootstrap store, with its layout's fingerprint, and fetches
+// every peer's. Keys live under the context's name, so several groups can share one store.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sfb/sf_slots.h"
+#include "transport/bootstrap/store.h"
+#include "transport/memory.h"
+
+namespace poseidon::sfb {
+
+// "<context name>/sfb/<rank>/slots": where `rank` publishes its receive buffer.
+std::string sfRegionKey(std::string_view context_name, int rank);
+
+transport::Status publishSfRegion(transport::bootstrap::Store& store, std::string_view context_name, int rank,
+                                  const SfSlotLayout& layout, const transport::MemoryRegion& receive);
+
+// Every peer's receive buffer, indexed by rank (the entry of `rank` itself is left default).
+// Fails naming the peer whose value is malformed, whose layers differ from ours (fingerprint), or
+// whose buffer is smaller than the layout needs; a timeout names the key still missing.
+transport::Result<std::vector<transport::RemoteDescriptor>> fetchSfRegions(transport::bootstrap::Store& store,
+                                                                          std::string_view context_name, int rank,
+                                                                          const SfSlotLayout& layout,
+                                                                          transport::Deadline deadline);
+
+}  // namespace poseidon::sfb
