@@ -151,7 +151,7 @@ Result<std::unique_ptr<RingAllreduce>> RingAllreduce::start(transport::Context& 
   state->offsets = std::move(*offsets);
   state->piece_floats = options.piece_bytes / sizeof(float);
   state->slots = options.staging_slots;
-  state->traffic.assign(state->layers.size(), LayerTraffic{});
+  state->traffic.assign(state->layers.size(), RingTraffic{});
   Status connected = connectRing(*state, store, options, deadline);
   if (!connected) return connected.withContext(where);
   return std::unique_ptr<RingAllreduce>(new RingAllreduce(std::move(state)));
@@ -183,9 +183,9 @@ std::span<float> RingAllreduce::buffer(size_t layer) {
   return std::span<float>(state_->data.data() + state_->offsets[layer], state_->layers[layer].floats);
 }
 
-LayerTraffic RingAllreduce::traffic(size_t layer) const {
+RingTraffic RingAllreduce::traffic(size_t layer) const {
   std::lock_guard lock(state_->stats_mutex);
-  return layer < state_->traffic.size() ? state_->traffic[layer] : LayerTraffic{};
+  return layer < state_->traffic.size() ? state_->traffic[layer] : RingTraffic{};
 }
 
 Status RingAllreduce::allreduce(size_t layer, Deadline deadline) {

@@ -63,7 +63,7 @@ struct RingOptions {
 
 // What one rank moved for one layer, summed over its calls. Payload is the layer's floats in
 // pieces; credits are control messages (zero-length writes) and are not in the payload bytes.
-struct LayerTraffic {
+struct RingTraffic {
   uint64_t calls = 0;           // allreduce() calls that succeeded
   uint64_t steps = 0;           // ring steps completed: 2(P1-1) per call
   uint64_t sent_bytes = 0;      // payload written into the successor
@@ -108,7 +108,7 @@ class RingAllreduce {
   transport::Status allreduce(size_t layer, transport::Deadline deadline);
 
   // Counters of `layer` (zeros for an index out of range). Any thread, any time.
-  LayerTraffic traffic(size_t layer) const;
+  RingTraffic traffic(size_t layer) const;
 
  private:
   explicit RingAllreduce(std::unique_ptr<RingState> state);

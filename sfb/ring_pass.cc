@@ -326,7 +326,7 @@ class Pass {
 
   void flushTraffic() {
     std::lock_guard lock(s_.stats_mutex);
-    LayerTraffic& total = s_.traffic[layer_];
+    RingTraffic& total = s_.traffic[layer_];
     total.calls += traffic_.calls;
     total.steps += traffic_.steps;
     total.sent_bytes += traffic_.sent_bytes;
@@ -350,7 +350,7 @@ class Pass {
   uint64_t send_piece_ = 0;
   Blocked blocked_ = Blocked::kNothing;
   std::chrono::nanoseconds slice_ = kFirstSlice;
-  LayerTraffic traffic_;  // this call's, added to the layer's at the end (credits received go there directly)
+  RingTraffic traffic_;  // this call's, added to the layer's at the end (credits received go there directly)
 };
 
 }  // namespace

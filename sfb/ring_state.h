@@ -60,7 +60,7 @@ struct RingState {
   std::vector<transport::Request*> wake;  // scratch for waiting on several requests, sized at start
 
   mutable std::mutex stats_mutex;
-  std::vector<LayerTraffic> traffic;
+  std::vector<RingTraffic> traffic;
 
   // Calls run one at a time, in the order of their tickets.
   std::mutex queue_mutex;

@@ -133,7 +133,7 @@ void expectTraffic(const Ring& ring, size_t layer, uint64_t floats, uint64_t cal
   for (int r = 0; r < p; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r) + ", layer " + std::to_string(layer) + ", " + std::to_string(floats) +
                  " floats");
-    const LayerTraffic t = ring.ranks[static_cast<size_t>(r)]->traffic(layer);
+    const RingTraffic t = ring.ranks[static_cast<size_t>(r)]->traffic(layer);
     EXPECT_EQ(t.calls, calls);
     if (p == 1) {
       EXPECT_EQ(t.steps + t.sent_bytes + t.received_bytes + t.sent_messages + t.received_messages + t.sent_pieces +

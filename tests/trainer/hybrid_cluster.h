@@ -1,0 +1,45 @@
+// An in-process HybridSync job for tests: P1 workers, P2 summation servers and S Adam servers,
+// one thread each, with a context per scheme (tcp on loopback) and one file store.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "trainer/hybrid_sync.h"
+
+namespace poseidon::testing {
+
+struct HybridSpec {
+  int workers = 2;
+  int ps_servers = 1;
+  int adam_servers = 1;
+  int64_t batch = 4;
+  uint64_t iterations = 5;
+  uint64_t chunk_bytes = 4096;
+  std::vector<sfb::LayerShape> layers;
+  trainer::HybCommOptions hybcomm;
+  const char* optimizer = "sgd:lr=0.1,momentum=0.9";
+  std::chrono::seconds deadline{60};
+};
+
+struct HybridRun {
+  std::vector<transport::Status> worker_status;
+  std::vector<transport::Status> server_status;
+  // Each worker's parameters at the end, per layer.
+  std::vector<std::vector<std::vector<float>>> params;
+  // Each worker's scheme per iteration per layer, and worker 0's HybComm choices.
+  std::vector<std::vector<std::vector<sfb::Scheme>>> schemes;
+  std::vector<trainer::Choice> choices;
+  // Worker 0's bytes per layer sent + received, summed over iterations, as HybridSync measured.
+  std::vector<uint64_t> bytes;
+  bool ok() const;
+  std::string failures() const;
+};
+
+// Worker w's factors / gradient of `layer` in `iteration`: deterministic, independent of the
+// parameters, of mixed signs and magnitudes (so sums in other orders round differently).
+void fillGradient(trainer::HybridSync& sync, size_t layer, int worker, uint64_t iteration, int64_t batch);
+
+HybridRun runHybrid(const HybridSpec& spec);
+
+}  // namespace poseidon::testing
