@@ -148,6 +148,19 @@ HybridRun runHybrid(const HybridSpec& spec) {
     });
   }
   for (auto& t : threads) t.join();
+  for (int node = 0; node < workers; ++node) {
+    uint64_t bytes = 0;
+    const auto add = [&](const transport::PairTraffic& t) { bytes += t.bytes_sent + t.bytes_received; };
+    for (int s = 0; s < spec.ps_servers; ++s) {
+      if (s != node) add((*ps_mesh)[node].pair(workers + s).traffic());
+    }
+    if (node < spec.ps_servers) {
+      for (int w = 0; w < workers; ++w) {
+        if (w != node) add((*ps_mesh)[workers + node].pair(w).traffic());
+      }
+    }
+    run.ps_node_bytes.push_back(bytes);
+  }
   return run;
 }
 

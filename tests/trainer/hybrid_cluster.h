@@ -32,6 +32,10 @@ struct HybridRun {
   std::vector<trainer::Choice> choices;
   // Worker 0's bytes per layer sent + received, summed over iterations, as HybridSync measured.
   std::vector<uint64_t> bytes;
+  // Node p hosts worker p and, for p < P2, PS server p (Poseidon's colocation): the payload bytes
+  // it sent + received on the PS context with other nodes over the whole run (set-up included),
+  // from the transport's pair counters.
+  std::vector<uint64_t> ps_node_bytes;
   bool ok() const;
   std::string failures() const;
 };
