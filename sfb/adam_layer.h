@@ -18,16 +18,13 @@
 #include <string>
 #include <vector>
 
+#include "sfb/sf_layer.h"
 #include "transport/status.h"
 
 namespace poseidon::sfb {
 
-struct AdamLayer {
-  std::string name;
-  size_t rows = 0;  // M: outputs; U = dL/dY is M x K
-  size_t cols = 0;  // N: inputs; V = X is N x K
-  size_t rank = 0;  // K: a worker's batch, the rank of its gradient U V^T
-};
+// An FC layer as every factor scheme sees it: M x N weight, factors of rank K (sf_layer.h).
+using AdamLayer = SfLayer;
 
 // The placement both sides use: layer l is held by server l % servers. With one server this is
 // seed 000's single master node (its Fig. 4(c)); with more, round robin spreads the layers, and so

@@ -79,9 +79,10 @@ class HybridSyncImpl final : public HybridSync {
 
  private:
   bool isFc(size_t layer) const { return layers_[layer].isFullyConnected(); }
-  size_t rank() const { return layers_[0].isFullyConnected() ? static_cast<size_t>(options_.batch) : 0; }
   // U V^T of this worker into `out` (M x N), in the exact order of kernels/sf_update.h.
   Status formGradient(size_t layer, float* out);
+  // This worker's full gradient of the layer into `target` (a scheme's send buffer).
+  Status loadGradient(size_t layer, std::span<float> target);
   // The optimizer step on params(layer) from the summed gradient (scaled by 1/P1 in the step).
   Status applyStep(size_t layer, const float* summed);
   kernels::OptimizerStep step() const { return options_.optimizer.stepFor(iteration_); }
@@ -236,13 +237,14 @@ Status HybridSyncImpl::applyStep(size_t layer, const float* summed) {
   return Status::ok();
 }
 
+Status HybridSyncImpl::loadGradient(size_t layer, std::span<float> target) {
+  if (isFc(layer)) return formGradient(layer, target.data());
+  std::copy(gradients_[layer].begin(), gradients_[layer].end(), target.begin());
+  return Status::ok();
+}
+
 Status HybridSyncImpl::syncPs(size_t layer, Deadline deadline, LayerSyncResult& result) {
-  std::span<float> target = ps_->gradients(layer);
-  if (isFc(layer)) {
-    POSEIDON_RETURN_IF_ERROR(formGradient(layer, target.data()));
-  } else {
-    std::copy(gradients_[layer].begin(), gradients_[layer].end(), target.begin());
-  }
+  POSEIDON_RETURN_IF_ERROR(loadGradient(layer, ps_->gradients(layer)));
   const auto before = serverTraffic(*contexts_.ps, options_.workers);
   const auto start = std::chrono::steady_clock::now();
   const transport::RequestPtr push = ps_->push(layer);
@@ -259,11 +261,7 @@ Status HybridSyncImpl::syncPs(size_t layer, Deadline deadline, LayerSyncResult& 
 
 Status HybridSyncImpl::syncRing(size_t layer, Deadline deadline, LayerSyncResult& result) {
   std::span<float> buffer = ring_->buffer(layer);
-  if (isFc(layer)) {
-    POSEIDON_RETURN_IF_ERROR(formGradient(layer, buffer.data()));
-  } else {
-    std::copy(gradients_[layer].begin(), gradients_[layer].end(), buffer.begin());
-  }
+  POSEIDON_RETURN_IF_ERROR(loadGradient(layer, buffer));
   const sfb::RingTraffic before = ring_->traffic(layer);
   const auto start = std::chrono::steady_clock::now();
   POSEIDON_RETURN_IF_ERROR(ring_->allreduce(layer, deadline));
