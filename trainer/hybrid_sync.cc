@@ -9,6 +9,7 @@
 #include "kernels/dispatch.h"
 #include "ps/client.h"
 #include "sfb/adam_worker.h"
+#include "sfb/replica_check.h"
 #include "sfb/ring_allreduce.h"
 #include "sfb/sf_broadcast.h"
 #include "trainer/hybrid_ps.h"
@@ -97,6 +98,7 @@ class HybridSyncImpl final : public HybridSync {
   HybridOptions options_;
   HybComm hybcomm_;
   Agree agree_;
+  transport::bootstrap::Store* store_ = nullptr;  // outlives this object, as the schemes need anyway
   uint64_t iteration_ = 0;
 
   std::vector<std::vector<float>> params_, state0_, state1_, gradients_;
@@ -191,6 +193,7 @@ Status HybridSyncImpl::setUp(transport::bootstrap::Store& store, Deadline deadli
       v_.emplace_back(fc ? static_cast<size_t>(layers_[l].n * options_.batch) : 0, 0.0f);
     }
   }
+  store_ = &store;
   agree_ = storeAgreement(store, options_.name + "/hybcomm", contexts_.ps->rank(), workers, kAgreementTimeout);
   return Status::ok();
 }
@@ -328,8 +331,16 @@ Result<LayerSyncResult> HybridSyncImpl::syncLayer(size_t layer, Deadline deadlin
   return result;
 }
 
-Status HybridSyncImpl::endIteration(Deadline) {
+Status HybridSyncImpl::endIteration(Deadline deadline) {
   ++iteration_;
+  const uint64_t every = options_.replica_check_every;
+  if (every > 0 && iteration_ % every == 0) {
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      POSEIDON_RETURN_IF_ERROR(sfb::checkReplicas(*store_, fmt::format("{}/replicas/{}", options_.name, l),
+                                                  contexts_.ps->rank(), options_.workers, iteration_, params_[l],
+                                                  deadline));
+    }
+  }
   return hybcomm_.endIteration(agree_);
 }
 

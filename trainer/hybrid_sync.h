@@ -51,6 +51,14 @@ struct HybridOptions {
   ps::OptimizerConfig optimizer;  // run by every worker; grad_scale is set to 1/P1 (the mean)
   HybCommOptions hybcomm;
   std::string name = "hybrid";    // store keys of this job
+  // Every this many iterations the workers compare a hash of every layer's replica through the
+  // store (sfb/replica_check.h) and fail naming the ranks that differ; 0: never. On by default
+  // in debug builds only: it costs a store round trip per layer.
+#ifdef NDEBUG
+  uint64_t replica_check_every = 0;
+#else
+  uint64_t replica_check_every = 50;
+#endif
 };
 
 // What one sync did: for HybComm's record() and the benchmark's report.
@@ -70,7 +78,7 @@ class HybridSync {
  public:
   // Every worker calls this with the same layers and options. Sets up each scheme whose context
   // is given (the PS always), with its buffers registered once. Fails, naming it, when HybComm
-  // may pick a scheme whose context is missing.
+  // may pick a scheme whose context is missing. The contexts and the store must outlive it.
   static transport::Result<std::unique_ptr<HybridSync>> start(const HybridContexts& contexts,
                                                               transport::bootstrap::Store& store,
                                                               std::vector<sfb::LayerShape> layers,
@@ -91,7 +99,8 @@ class HybridSync {
   // optimizer step to params(layer); records the time with HybComm. Every worker calls it for
   // the same layers in the same order within an iteration.
   virtual transport::Result<LayerSyncResult> syncLayer(size_t layer, transport::Deadline deadline) = 0;
-  // Closes the iteration (HybComm's decision points agree across workers through the store).
+  // Closes the iteration (HybComm's decision points agree across workers through the store;
+  // the replica check runs here when it is due).
   virtual transport::Status endIteration(transport::Deadline deadline) = 0;
   // Tells the servers this worker is done.
   virtual transport::Status finish(transport::Deadline deadline) = 0;

@@ -89,6 +89,7 @@ HybridRun runHybrid(const HybridSpec& spec) {
   options.chunk_bytes = spec.chunk_bytes;
   options.optimizer = *ps::parseOptimizer(spec.optimizer);
   options.hybcomm = spec.hybcomm;
+  options.replica_check_every = 2;  // replicas compared through the store, whatever the build
   const Deadline deadline = Deadline::after(spec.deadline);
 
   auto in_use = trainer::schemesInUse(spec.layers, options);
