@@ -1,0 +1,189 @@
+#include "tools/hybcomm/bench_options.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ps/model_spec.h"
+#include "trainer/hybrid_ps.h"
+
+namespace poseidon::tools {
+
+using sfb::Scheme;
+
+namespace {
+
+// "ranks 0..3" / "rank 4"
+std::string ranks(int first, int count) {
+  return count == 1 ? fmt::format("rank {}", first) : fmt::format("ranks {}..{}", first, first + count - 1);
+}
+
+std::string plural(int count, const char* one) { return fmt::format("{} {}{}", count, one, count == 1 ? "" : "s"); }
+
+trainer::HybCommOptions hybcommOptions(const HybBenchCommandLine& c) {
+  trainer::HybCommOptions options;
+  options.trial_iterations = c.trial_iterations;
+  options.window = c.window;
+  options.drift_margin = c.drift_margin;
+  const std::pair<const char*, Scheme> fixed[] = {
+      {"ps", Scheme::kPs}, {"sfb", Scheme::kSfb}, {"ring", Scheme::kRing}, {"adam", Scheme::kAdam}};
+  for (const auto& [name, scheme] : fixed) {
+    if (c.mode == name) {
+      options.mode = trainer::HybCommMode::kFixed;
+      options.fixed = scheme;
+    }
+  }
+  if (c.mode == "closed") options.mode = trainer::HybCommMode::kClosedForm;
+  if (c.mode == "adaptive") {
+    options.mode = trainer::HybCommMode::kAdaptive;
+    options.candidates = {Scheme::kPs, Scheme::kSfb, Scheme::kRing};
+    if (c.adam_servers > 0) options.candidates.push_back(Scheme::kAdam);
+  }
+  return options;
+}
+
+// The schemes HybridSync sets up (and so the contexts the workers connect): PS always, each
+// layer's first scheme, and in adaptive mode every candidate that applies to some layer.
+std::vector<Scheme> schemesInUse(const trainer::HybComm& hybcomm, const trainer::HybCommOptions& options) {
+  std::vector<Scheme> used{Scheme::kPs};
+  const auto add = [&](Scheme s) {
+    if (std::find(used.begin(), used.end(), s) == used.end()) used.push_back(s);
+  };
+  for (size_t l = 0; l < hybcomm.layerCount(); ++l) {
+    add(hybcomm.scheme(l));
+    if (options.mode != trainer::HybCommMode::kAdaptive) continue;
+    for (Scheme candidate : options.candidates) {
+      if (trainer::HybComm::applies(candidate, hybcomm.layer(l))) add(candidate);
+    }
+  }
+  return used;
+}
+
+}  // namespace
+
+const char* roleName(BenchRole role) {
+  switch (role) {
+    case BenchRole::kWorker: return kWorkerRole;
+    case BenchRole::kPsServer: return kPsServerRole;
+    case BenchRole::kAdamServer: return kAdamServerRole;
+  }
+  return "?";
+}
+
+bool HybBenchCommandLine::uses(Scheme scheme) const {
+  return std::find(schemes.begin(), schemes.end(), scheme) != schemes.end();
+}
+
+BenchRole HybBenchCommandLine::roleOfRank(int rank) const {
+  if (rank < workers()) return BenchRole::kWorker;
+  if (rank < workers() + psServers()) return BenchRole::kPsServer;
+  return BenchRole::kAdamServer;
+}
+
+std::string HybBenchCommandLine::rankLayout() const {
+  std::string text = fmt::format("workers on {}, PS servers on {}", ranks(0, workers()), ranks(workers(), psServers()));
+  if (adamServersInJob() > 0) {
+    text += fmt::format(", {} on {}", adamServersInJob() == 1 ? "Adam server" : "Adam servers",
+                        ranks(workers() + psServers(), adamServersInJob()));
+  } else {
+    text += fmt::format(", no Adam server (mode {} does not use Adam)", mode);
+  }
+  return text;
+}
+
+std::string HybBenchCommandLine::describeMode() const {
+  switch (hybcomm.mode) {
+    case trainer::HybCommMode::kFixed:
+      return fmt::format("{} (fixed: every layer it applies to, the others PS)", sfb::schemeName(hybcomm.fixed));
+    case trainer::HybCommMode::kClosedForm:
+      return "closed (the papers' closed form: SFB vs PS per layer from P1, P2, K and the shape)";
+    case trainer::HybCommMode::kAdaptive: {
+      std::string names;
+      for (Scheme s : hybcomm.candidates) names += fmt::format("{}{}", names.empty() ? "" : ", ", sfb::schemeName(s));
+      return fmt::format("adaptive ({}; {} each, window {}, drift margin {})", names,
+                         plural(hybcomm.trial_iterations, "trial iteration"), hybcomm.window, hybcomm.drift_margin);
+    }
+  }
+  return mode;
+}
+
+void addBenchOptions(CLI::App& app, HybBenchCommandLine& c) {
+  c.job.job_name = "hybcomm";
+  addJobOptions(app, c.job);
+  for (const char* name : {"--model", "--servers", "--consistency"}) app.remove_option(app.get_option(name));
+  app.get_option("--workers")->description("Worker ranks P1 (ranks 0..P1-1)")->required();
+  app.get_option("--optimizer")
+      ->description(
+          "The workers' optimizer (each applies it to its replica; the PS servers only sum): sgd "
+          "(default), sgd:lr=0.1,momentum=0.9, adagrad:lr=..., adam:lr=... (see ps/optimizer.h)");
+  app.get_option("--size")->description(
+      "Ranks in the job: workers + PS servers + Adam servers in the job (with --rank)");
+  app.get_option("--job-name")->description("Prefix of the job's keys in the store (default hybcomm)");
+  app.add_option("--ps-servers", c.job.servers, "PS summation server ranks P2 (ranks P1..P1+P2-1; default 1)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--adam-servers", c.adam_servers,
+                 "Adam server ranks, after the PS servers, in a job whose mode may pick Adam (default 1; 0: adaptive "
+                 "leaves Adam out)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--role", c.role, "worker, ps-server or adam-server: checked against the rank (default: the rank's)")
+      ->type_name("ROLE")
+      ->check(CLI::IsMember({kWorkerRole, kPsServerRole, kAdamServerRole}));
+  app.add_option("--batch", c.batch, "K: each worker's batch, the rank of its FC gradients (default 256)")
+      ->type_name("K")
+      ->check(CLI::Range(int64_t{1}, kMaxBatch));
+  app.add_option("--layers", c.layer_spec,
+                 fmt::format("The layers in forward order: fc:<name>=<M>x<N>,...;other:<name>=<parameters>,... "
+                             "(default {}: VGG19-22K's FC layers / 4)",
+                             kDefaultLayerSpec))
+      ->type_name("SPEC");
+  app.add_option("--mode", c.mode,
+                 "ps, sfb, ring, adam (one scheme for every layer it applies to), closed (the closed form, default) "
+                 "or adaptive (measured)")
+      ->type_name("MODE")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kModeNames), std::end(kModeNames))));
+  app.add_option("--iterations", c.iterations, "Measured iterations after the warm-up (default 10)")
+      ->type_name("N")
+      ->check(CLI::Range(uint64_t{1}, kMaxBenchIterations));
+  app.add_option("--warmup", c.warmup, "Iterations run first and not measured (default 2)")
+      ->type_name("N")
+      ->check(CLI::Range(uint64_t{0}, kMaxBenchIterations));
+  app.add_option("--trial-iterations", c.trial_iterations,
+                 fmt::format("adaptive: iterations each candidate is timed for (default {})", c.trial_iterations))
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--window", c.window, fmt::format("adaptive: iterations per drift check (default {})", c.window))
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--drift-margin", c.drift_margin,
+                 fmt::format("adaptive: a layer whose window mean moved by more than this fraction is timed again "
+                             "(default {})",
+                             c.drift_margin))
+      ->type_name("FRACTION")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--json", c.json_path, "Workers: also write the results as JSON to FILE")->type_name("FILE");
+  app.add_option("--run-timeout", c.run_timeout_s,
+                 "Servers: give up when the workers are not all done after this many seconds (default 0: no limit)")
+      ->type_name("SECONDS")
+      ->check(CLI::NonNegativeNumber);
+  app.final_callback([&c] {
+    auto layers = parseLayerSpec(c.layer_spec);
+    if (!layers) throw CLI::ValidationError("--layers", layers.status().message());
+    c.layers = std::move(*layers);
+    c.job.model_spec = ps::formatModelSpec(trainer::hybridTensors(c.layers));
+  });
+}
+
+std::string checkBenchOptions(HybBenchCommandLine& c) {
+  if (c.mode == "adam" && c.adam_servers == 0) return "--mode adam needs --adam-servers >= 1";
+  c.hybcomm = hybcommOptions(c);
+  auto hybcomm = trainer::HybComm::create(c.layers, {c.workers(), c.psServers(), c.batch}, c.hybcomm);
+  if (!hybcomm)
+    return fmt::format("--mode {} with --layers '{}': {}", c.mode, c.layer_spec, hybcomm.status().message());
+  c.schemes = schemesInUse(*hybcomm, c.hybcomm);
+  if (c.job.optimizer.sum_only) return "--optimizer sum: expected the workers' optimizer (the PS servers only sum)";
+  return {};
+}
+
+}  // namespace poseidon::tools

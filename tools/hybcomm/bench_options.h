@@ -1,0 +1,83 @@
+// poseidon-hybcomm-bench's command line: the shared job options of tools/ps (transport, launch,
+// secret, timeout, chunk size, the workers' optimizer), the HybComm job's shape and the
+// benchmark's own options; and what follows from them: the ranks of each role, the mode as
+// HybCommOptions, and the schemes the workers may use (the transport contexts they connect).
+//
+// Ranks: workers 0..P1-1, PS (summation) servers P1..P1+P2-1, then the Adam servers, which are
+// part of the job only when the mode may pick Adam (mode adam, or adaptive with --adam-servers
+// >= 1). Every process of a job must be given the same --workers, --ps-servers, --adam-servers,
+// --batch, --layers, --mode, --chunk-bytes and adaptive options.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sfb/layer_shape.h"
+#include "sfb/scheme.h"
+#include "tools/hybcomm/layer_spec.h"
+#include "tools/ps/job_options.h"
+#include "trainer/hybcomm.h"
+
+namespace poseidon::tools {
+
+enum class BenchRole { kWorker, kPsServer, kAdamServer };
+
+inline constexpr const char* kWorkerRole = "worker";
+inline constexpr const char* kPsServerRole = "ps-server";
+inline constexpr const char* kAdamServerRole = "adam-server";
+const char* roleName(BenchRole role);
+
+// The modes, as --mode spells them: four fixed schemes, the closed form and adaptive.
+inline constexpr const char* kModeNames[] = {"ps", "sfb", "ring", "adam", "closed", "adaptive"};
+
+inline constexpr uint64_t kMaxBenchIterations = 100'000;
+inline constexpr int64_t kMaxBatch = 1 << 20;
+
+struct HybBenchCommandLine {
+  // --workers (P1), --ps-servers (P2, in job.servers), --chunk-bytes, --optimizer (the workers'),
+  // the transport and launch options. job.model_spec is set from --layers (the PS's tensors), so
+  // the shared checks apply to the model the PS really holds.
+  JobOptions job;
+  std::string role;  // empty: the rank's role
+  int adam_servers = 1;
+  int64_t batch = 256;  // K
+  std::string layer_spec = kDefaultLayerSpec;
+  std::string mode = "closed";
+  uint64_t iterations = 10;
+  uint64_t warmup = 2;
+  int trial_iterations = trainer::HybCommOptions{}.trial_iterations;
+  int window = trainer::HybCommOptions{}.window;
+  double drift_margin = trainer::HybCommOptions{}.drift_margin;
+  std::string json_path;
+  int run_timeout_s = 0;  // servers: 0 waits for the workers without limit
+
+  // Filled by the checks.
+  std::vector<sfb::LayerShape> layers;
+  trainer::HybCommOptions hybcomm;
+  std::vector<sfb::Scheme> schemes;  // those the workers may use: PS first, then in first use
+
+  int workers() const { return job.workers; }
+  int psServers() const { return job.servers; }
+  bool uses(sfb::Scheme scheme) const;
+  // Adam servers in this job: --adam-servers when the mode may pick Adam, else none.
+  int adamServersInJob() const { return uses(sfb::Scheme::kAdam) ? adam_servers : 0; }
+  int jobSize() const { return workers() + psServers() + adamServersInJob(); }
+  BenchRole roleOfRank(int rank) const;
+  // "workers on ranks 0..3, PS servers on ranks 4..5, Adam server on rank 6"
+  std::string rankLayout() const;
+  // "adaptive (PS, SFB, ring, Adam; 2 trial iterations each, window 8, drift margin 0.25)"
+  std::string describeMode() const;
+};
+
+// Registers the shared options of tools/ps (without --model, --servers and --consistency: the
+// layers come from --layers, the PS is a BSP summation service) and the benchmark's own. After
+// parsing, a callback turns --layers into job.model_spec (a bad spec is a parse error naming it).
+void addBenchOptions(CLI::App& app, HybBenchCommandLine& c);
+
+// After checkJobOptions(): the mode, the counts and the role; fills hybcomm and schemes. An error
+// names the option, the value and what was expected, or "".
+std::string checkBenchOptions(HybBenchCommandLine& c);
+
+}  // namespace poseidon::tools
