@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 namespace poseidon::trainer {
 
@@ -19,6 +21,10 @@ size_t indexOf(Scheme scheme) { return static_cast<size_t>(scheme); }
 constexpr double kNone = -1.0;  // "not measured" in an agreed vector (max keeps any real time)
 
 std::string seconds(double s) { return fmt::format("{:.4g} s", s); }
+
+void keepFastest(double& fastest, double seconds_taken) {
+  fastest = fastest > 0 ? std::min(fastest, seconds_taken) : seconds_taken;
+}
 
 }  // namespace
 
@@ -91,7 +97,10 @@ Result<HybComm> HybComm::create(std::vector<sfb::LayerShape> layers, const sfb::
 }
 
 HybComm::HybComm(std::vector<sfb::LayerShape> layers, HybCommOptions options)
-    : layers_(std::move(layers)), options_(std::move(options)), state_(layers_.size()) {}
+    : layers_(std::move(layers)),
+      options_(std::move(options)),
+      state_(layers_.size()),
+      candidate_totals_(options_.candidates.size(), 0.0) {}
 
 void HybComm::setScheme(size_t layer, Scheme scheme, std::string reason) {
   state_[layer].current = scheme;
@@ -116,14 +125,15 @@ void HybComm::record(size_t layer, double seconds_taken, uint64_t bytes_sent, ui
   counters.seconds += seconds_taken;
   counters.bytes_sent += bytes_sent;
   counters.bytes_received += bytes_received;
+  iteration_seconds_ += seconds_taken;
   if (phase_ == Phase::kTrial && state.retiming) {
     const int slot = static_cast<int>(iteration_ - phase_start_);
     const Scheme candidate = options_.candidates[static_cast<size_t>(slot / options_.trial_iterations)];
     if (state.current != candidate) return;  // standing in for a candidate that does not apply
-    double& fastest = state.fastest[indexOf(candidate)];
-    fastest = fastest > 0 ? std::min(fastest, seconds_taken) : seconds_taken;
+    keepFastest(state.fastest[indexOf(candidate)], seconds_taken);
     return;
   }
+  if (phase_ == Phase::kConfirm && state.retiming) return;  // only the iteration's total counts
   state.window_seconds += seconds_taken;
   ++state.window_count;
 }
@@ -134,23 +144,35 @@ const SchemeCounters& HybComm::counters(size_t layer, Scheme scheme) const {
 
 Status HybComm::endIteration(const Agree& agree) {
   ++iteration_;
+  const double total = std::exchange(iteration_seconds_, 0.0);
   if (options_.mode != HybCommMode::kAdaptive) return Status::ok();
   const uint64_t elapsed = iteration_ - phase_start_;
+  const auto per_candidate = static_cast<uint64_t>(options_.trial_iterations);
   if (phase_ == Phase::kTrial) {
-    const uint64_t slots = options_.candidates.size() * static_cast<uint64_t>(options_.trial_iterations);
-    if (elapsed < slots) {
-      if (elapsed % static_cast<uint64_t>(options_.trial_iterations) == 0) enterTrialSlot(static_cast<int>(elapsed));
+    keepFastest(candidate_totals_[(elapsed - 1) / per_candidate], total);
+    if (elapsed < options_.candidates.size() * per_candidate) {
+      if (elapsed % per_candidate == 0) enterTrialSlot(static_cast<int>(elapsed));
       return Status::ok();
     }
     return decideTrials(agree);
+  }
+  if (phase_ == Phase::kConfirm) {
+    keepFastest(mix_total_, total);
+    if (elapsed < per_candidate) return Status::ok();
+    return decideConfirm(agree);
   }
   if (elapsed < static_cast<uint64_t>(options_.window)) return Status::ok();
   return checkDrift(agree);
 }
 
+Scheme HybComm::uniform(size_t layer, Scheme candidate) const {
+  return applies(candidate, layers_[layer]) ? candidate : state_[layer].closed_form;
+}
+
 Status HybComm::decideTrials(const Agree& agree) {
   const size_t candidates = options_.candidates.size();
-  std::vector<double> mine(layers_.size() * candidates, kNone);
+  const size_t per_layer = layers_.size() * candidates;
+  std::vector<double> mine(per_layer + candidates, kNone);
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (!state_[l].retiming) continue;
     for (size_t c = 0; c < candidates; ++c) {
@@ -158,6 +180,8 @@ Status HybComm::decideTrials(const Agree& agree) {
       if (fastest > 0) mine[l * candidates + c] = fastest;
     }
   }
+  // The iteration as a whole under each candidate: a sync is as slow as its slowest worker.
+  for (size_t c = 0; c < candidates; ++c) mine[per_layer + c] = candidate_totals_[c];
   auto agreed = agree(mine);
   if (!agreed) return agreed.status();
   if (agreed->size() != mine.size()) {
@@ -177,29 +201,98 @@ Status HybComm::decideTrials(const Agree& agree) {
       if (a.first != b.first) return a.first < b.first;
       return a.second == state.closed_form && b.second != state.closed_form;
     });
-    state.retiming = false;
     std::fill(std::begin(state.fastest), std::end(state.fastest), 0.0);
+    if (timed.empty()) {  // no candidate applies: the closed form decides
+      state.mixed = state.closed_form;
+      state.ranking = state.closed_form_reason + " (no candidate applies)";
+      continue;
+    }
+    state.ranking = fmt::format("{}: ", layers_[l].name);
+    for (size_t i = 0; i < timed.size(); ++i) {
+      if (i > 0) state.ranking += timed[i].first == timed[i - 1].first ? " = " : " < ";
+      state.ranking += fmt::format("{} {}", sfb::schemeName(timed[i].second), seconds(timed[i].first));
+    }
+    state.ranking += fmt::format(" (measured: slowest worker, fastest of {} iterations; closed form: {})",
+                                 options_.trial_iterations, sfb::schemeName(state.closed_form));
+    state.mixed = timed.front().second;
+  }
+
+  // The fastest uniform candidate as a whole (ties: the candidates' order), and whether the mix
+  // of every layer's own fastest is one of the uniform assignments, already timed as a whole.
+  best_uniform_ = 0;
+  for (size_t c = 1; c < candidates; ++c) {
+    if ((*agreed)[per_layer + c] < (*agreed)[per_layer + best_uniform_]) best_uniform_ = c;
+  }
+  best_uniform_total_ = (*agreed)[per_layer + best_uniform_];
+  std::fill(candidate_totals_.begin(), candidate_totals_.end(), 0.0);
+  std::optional<size_t> mix_is;
+  for (size_t c = 0; c < candidates && !mix_is; ++c) {
+    bool same = true;
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      if (state_[l].retiming && state_[l].mixed != uniform(l, options_.candidates[c])) same = false;
+    }
+    if (same) mix_is = c;
+  }
+  const std::string_view best_name = sfb::schemeName(options_.candidates[best_uniform_]);
+  if (mix_is) {
+    const double mix_total = (*agreed)[per_layer + *mix_is];
+    if (*mix_is == best_uniform_ || mix_total <= best_uniform_total_) {
+      settle(true, "");
+    } else {
+      settle(false, fmt::format("; as a whole, all {} took {} per iteration against {} for all {}", best_name,
+                                seconds(best_uniform_total_), seconds(mix_total),
+                                sfb::schemeName(options_.candidates[*mix_is])));
+    }
+    return Status::ok();
+  }
+  // A mix no trial ran: time it as a whole before keeping it.
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (state_[l].retiming) state_[l].current = state_[l].mixed;
+  }
+  mix_total_ = 0;
+  phase_ = Phase::kConfirm;
+  phase_start_ = iteration_;
+  return Status::ok();
+}
+
+Status HybComm::decideConfirm(const Agree& agree) {
+  const std::vector<double> mine = {mix_total_};
+  auto agreed = agree(mine);
+  if (!agreed) return agreed.status();
+  if (agreed->size() != mine.size()) {
+    return makeStatus(StatusCode::kInternal, "HybComm agreement returned {} values for {} sent", agreed->size(),
+                      mine.size());
+  }
+  const double mix_total = agreed->front();
+  std::string mix;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (!state_[l].retiming) continue;
+    mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", layers_[l].name, sfb::schemeName(state_[l].mixed));
+  }
+  const std::string_view best_name = sfb::schemeName(options_.candidates[best_uniform_]);
+  const bool take_mix = mix_total <= best_uniform_total_;
+  settle(take_mix, fmt::format("; as a whole, the mix ({}) took {} per iteration {} {} for all {}", mix,
+                               seconds(mix_total), take_mix ? "against" : "and lost to", seconds(best_uniform_total_),
+                               best_name));
+  return Status::ok();
+}
+
+void HybComm::settle(bool take_mix, const std::string& whole) {
+  const Scheme best = options_.candidates[best_uniform_];
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    LayerState& state = state_[l];
+    if (!state.retiming) continue;
+    state.retiming = false;
     state.window_seconds = 0;
     state.window_count = 0;
     state.reference = 0;
-    if (timed.empty()) {  // no candidate applies: the closed form decides
-      state.won_with = 0;
-      setScheme(l, state.closed_form, state.closed_form_reason + " (no candidate applies)");
-      continue;
-    }
-    std::string reason = fmt::format("{}: ", layers_[l].name);
-    for (size_t i = 0; i < timed.size(); ++i) {
-      if (i > 0) reason += timed[i].first == timed[i - 1].first ? " = " : " < ";
-      reason += fmt::format("{} {}", sfb::schemeName(timed[i].second), seconds(timed[i].first));
-    }
-    reason += fmt::format(" (measured: slowest worker, fastest of {} iterations; closed form: {})",
-                          options_.trial_iterations, sfb::schemeName(state.closed_form));
-    state.won_with = timed.front().first;
-    setScheme(l, timed.front().second, std::move(reason));
+    const Scheme chosen = take_mix ? state.mixed : uniform(l, best);
+    std::string reason = std::move(state.ranking) + whole;
+    if (!take_mix) reason += fmt::format(": {}", sfb::schemeName(chosen));
+    setScheme(l, chosen, std::move(reason));
   }
   phase_ = Phase::kSteady;
   phase_start_ = iteration_;
-  return Status::ok();
 }
 
 Status HybComm::checkDrift(const Agree& agree) {

@@ -5,9 +5,12 @@
 //   the layer's shape. It never measures, so it cannot see a slow or contended link, the cost of
 //   rebuilding U V^T, or a latency-bound small layer (seed 004 section 8 names this limit).
 // - adaptive: every layer is timed under each candidate scheme for a few iterations (a trial
-//   phase, all layers at once), then uses its fastest; while it runs, each window of iterations
-//   its mean time is compared with the time that won, and a layer that drifted by more than the
-//   margin is timed again. Decisions must be identical on every worker or the schemes deadlock
+//   phase, all layers at once), and each layer's fastest makes a mix. Layers synced one after
+//   another are not independent (a slow worker's late finish of one layer shows up as waiting in
+//   the next one's sync), so a mix that no trial ran as a whole is then timed as a whole for as
+//   many iterations (the confirm phase) and kept only if its iteration beats the best uniform
+//   candidate's. While it runs, each window of iterations a layer's mean time is compared with
+//   its first steady window, and a layer that drifted by more than the margin is timed again. Decisions must be identical on every worker or the schemes deadlock
 //   (one worker pushing to the PS while its peers broadcast factors), so they are taken only
 //   from measurements every worker has: at each decision point the workers exchange their
 //   timings (`Agree`, element-wise max: a sync is as slow as its slowest worker) and apply the
@@ -98,20 +101,21 @@ class HybComm {
   const std::vector<Choice>& choices() const { return choices_; }
   // Counters of `layer` under `scheme`.
   const SchemeCounters& counters(size_t layer, sfb::Scheme scheme) const;
-  // Whether the adaptive mode is timing candidates in the current iteration.
-  bool inTrial() const { return phase_ == Phase::kTrial; }
+  // Whether the adaptive mode is timing candidates (or a mix of them) in the current iteration.
+  bool inTrial() const { return phase_ != Phase::kSteady; }
 
  private:
-  enum class Phase { kTrial, kSteady };
+  enum class Phase { kTrial, kConfirm, kSteady };
   static constexpr size_t kSchemes = 4;  // Scheme values, indexing per-scheme arrays
 
   struct LayerState {
     sfb::Scheme current = sfb::Scheme::kPs;
     sfb::Scheme closed_form = sfb::Scheme::kPs;
     std::string closed_form_reason;
-    bool retiming = false;        // takes part in the current trial phase
+    bool retiming = false;        // takes part in the current trial (and confirm) phase
     double fastest[kSchemes] = {};  // this trial phase: fastest recorded time per candidate (0: none)
-    double won_with = 0;          // agreed time of the current scheme when it won
+    sfb::Scheme mixed = sfb::Scheme::kPs;  // confirm phase: the layer's own fastest, and why
+    std::string ranking;
     double reference = 0;         // agreed mean of the first window after the decision (0: not yet)
     double window_seconds = 0;    // this window's recorded time and count
     uint64_t window_count = 0;
@@ -122,7 +126,13 @@ class HybComm {
   void setScheme(size_t layer, sfb::Scheme scheme, std::string reason);
   // Points every retiming layer at the candidate of trial slot `slot`.
   void enterTrialSlot(int slot);
+  // The scheme `layer` has when every retiming layer goes `candidate` (where it applies).
+  sfb::Scheme uniform(size_t layer, sfb::Scheme candidate) const;
   Status decideTrials(const Agree& agree);
+  Status decideConfirm(const Agree& agree);
+  // Ends a trial: every retiming layer takes its own fastest (`take_mix`) or the best uniform
+  // candidate; `whole` says why, when the iteration totals decided.
+  void settle(bool take_mix, const std::string& whole);
   Status checkDrift(const Agree& agree);
 
   std::vector<sfb::LayerShape> layers_;
@@ -132,6 +142,14 @@ class HybComm {
   uint64_t iteration_ = 0;
   Phase phase_ = Phase::kSteady;
   uint64_t phase_start_ = 0;  // iteration the current trial phase or window began
+  // This worker's recorded seconds over all layers in the current iteration, and per trial:
+  // the fastest such iteration under each candidate (index as in options_.candidates) and under
+  // the mix (0: none yet).
+  double iteration_seconds_ = 0;
+  std::vector<double> candidate_totals_;
+  double mix_total_ = 0;
+  size_t best_uniform_ = 0;   // confirm phase: the candidate whose iteration was fastest
+  double best_uniform_total_ = 0;  // its agreed time
 };
 
 }  // namespace poseidon::trainer

@@ -96,9 +96,11 @@ TEST(HybComm, BadOptionsAreRefusedNamingTheValue) {
   EXPECT_FALSE(HybComm::create(kLayers, {0, 4, 32}, {}).isOk());
 }
 
-// Measured times that contradict the closed form: fc7 is latency-bound under PS (many messages)
-// and conv1 goes fastest by ring. The adaptive mode finds both; the trial visits each candidate
-// for trial_iterations and the first (warm-up) iteration of each does not count.
+// Per layer, fc6 and fc7 go fastest by SFB (fc7's closed form would have said PS), and conv1 by
+// ring. The adaptive mode finds all three; the trial visits each candidate for trial_iterations
+// and the first (warm-up) iteration of each does not count. That mix is no candidate's uniform
+// assignment, so it is timed as a whole for trial_iterations more and kept since its iteration
+// (4.5 s) beats the best uniform one's (SFB, with conv1 on its closed-form PS: 5.5 s).
 TEST(HybComm, AdaptiveTimesEveryCandidateAndTakesTheFastest) {
   HybCommOptions options;
   options.mode = HybCommMode::kAdaptive;
@@ -117,18 +119,77 @@ TEST(HybComm, AdaptiveTimesEveryCandidateAndTakesTheFastest) {
     return base[l][static_cast<size_t>(s)] * (warm_up ? 10.0 : 1.0);
   };
   run(*hybcomm, 6, time);
+  EXPECT_TRUE(hybcomm->inTrial());  // the mix is being timed
+  EXPECT_EQ(hybcomm->choices().size(), 0u);
+  run(*hybcomm, 2, time);
+  EXPECT_FALSE(hybcomm->inTrial());
   EXPECT_EQ(seen[0], (std::vector<Scheme>{Scheme::kPs, Scheme::kPs, Scheme::kPs, Scheme::kPs, Scheme::kRing,
-                                          Scheme::kRing}));  // SFB does not apply: its slot goes PS, untimed
+                                          Scheme::kRing, Scheme::kRing, Scheme::kRing}));  // SFB's slot: PS, untimed
   EXPECT_EQ(seen[1], (std::vector<Scheme>{Scheme::kPs, Scheme::kPs, Scheme::kSfb, Scheme::kSfb, Scheme::kRing,
-                                          Scheme::kRing}));
+                                          Scheme::kRing, Scheme::kSfb, Scheme::kSfb}));
   EXPECT_EQ(hybcomm->scheme(0), Scheme::kRing);
   EXPECT_EQ(hybcomm->scheme(1), Scheme::kSfb);
   EXPECT_EQ(hybcomm->scheme(2), Scheme::kSfb);
   EXPECT_EQ(hybcomm->choices().back().reason,
-            "fc7: SFB 1.5 s < PS 2 s < ring 2.5 s (measured: slowest worker, fastest of 2 iterations; closed form: PS)");
-  EXPECT_EQ(hybcomm->choices().back().iteration, 6u);
+            "fc7: SFB 1.5 s < PS 2 s < ring 2.5 s (measured: slowest worker, fastest of 2 iterations; closed form: PS)"
+            "; as a whole, the mix (conv1 ring, fc6 SFB, fc7 SFB) took 4.5 s per iteration against 5.5 s for all SFB");
+  EXPECT_EQ(hybcomm->choices().back().iteration, 8u);
   EXPECT_EQ(hybcomm->counters(0, Scheme::kPs).iterations, 4u);
-  EXPECT_EQ(hybcomm->counters(0, Scheme::kRing).iterations, 2u);
+  EXPECT_EQ(hybcomm->counters(0, Scheme::kRing).iterations, 4u);
+}
+
+// Layers synced one after another are coupled: under the mix, fc7 (PS) waits for what fc6 (SFB)
+// left behind, so per layer the mix looks best but as a whole it loses to all SFB, and HybComm
+// keeps all SFB, saying why.
+TEST(HybComm, AdaptiveDropsAMixThatLosesAsAWhole) {
+  HybCommOptions options;
+  options.mode = HybCommMode::kAdaptive;
+  options.candidates = {Scheme::kPs, Scheme::kSfb};
+  options.trial_iterations = 1;
+  const std::vector<LayerShape> layers = {kLayers[1], kLayers[2]};  // fc6, fc7
+  auto hybcomm = HybComm::create(layers, kCluster, options);
+  ASSERT_TRUE(hybcomm.isOk()) << hybcomm.status().toString();
+  HybComm& h = *hybcomm;
+  const auto time = [&](size_t l, Scheme s, uint64_t) {
+    const bool mixed = h.scheme(0) != h.scheme(1);
+    if (l == 0) return s == Scheme::kSfb ? 1.0 : 3.0;
+    return (s == Scheme::kSfb ? 1.2 : 1.0) + (mixed ? 1.0 : 0.0);
+  };
+  run(h, 2, time);  // PS: 3 + 1, SFB: 1 + 1.2 -> per layer fc6 SFB, fc7 PS
+  ASSERT_TRUE(h.inTrial());
+  EXPECT_EQ(h.scheme(0), Scheme::kSfb);
+  EXPECT_EQ(h.scheme(1), Scheme::kPs);
+  run(h, 1, time);  // the mix: 1 + 2 = 3 s > 2.2 s
+  EXPECT_FALSE(h.inTrial());
+  EXPECT_EQ(h.scheme(0), Scheme::kSfb);
+  EXPECT_EQ(h.scheme(1), Scheme::kSfb);
+  ASSERT_EQ(h.choices().size(), 2u);
+  EXPECT_EQ(h.choices()[1].reason,
+            "fc7: PS 1 s < SFB 1.2 s (measured: slowest worker, fastest of 1 iterations; closed form: PS); as a whole, "
+            "the mix (fc6 SFB, fc7 PS) took 3 s per iteration and lost to 2.2 s for all SFB: SFB");
+}
+
+// A per-layer best that is a uniform candidate (all PS) is not timed again, but the iteration
+// totals still decide: PS was erratic (each layer fast in one of the two iterations, slow in the
+// other), so its fastest layers never made a fast iteration, and steady SFB wins as a whole.
+TEST(HybComm, AdaptiveComparesUniformCandidatesAsAWhole) {
+  HybCommOptions options;
+  options.mode = HybCommMode::kAdaptive;
+  options.candidates = {Scheme::kPs, Scheme::kSfb};
+  const std::vector<LayerShape> layers = {kLayers[1], kLayers[2]};
+  auto hybcomm = HybComm::create(layers, kCluster, options);
+  ASSERT_TRUE(hybcomm.isOk()) << hybcomm.status().toString();
+  const auto time = [&](size_t l, Scheme s, uint64_t iteration) {
+    if (s == Scheme::kSfb) return 1.0;
+    return l == iteration % 2 ? 0.9 : 3.0;  // iteration 0: fc6 fast, fc7 slow; iteration 1 the other way
+  };
+  run(*hybcomm, 4, time);
+  EXPECT_FALSE(hybcomm->inTrial());
+  EXPECT_EQ(hybcomm->scheme(0), Scheme::kSfb);
+  EXPECT_EQ(hybcomm->scheme(1), Scheme::kSfb);
+  EXPECT_EQ(hybcomm->choices().back().reason,
+            "fc7: PS 0.9 s < SFB 1 s (measured: slowest worker, fastest of 2 iterations; closed form: PS); as a whole, "
+            "all SFB took 2 s per iteration against 3.9 s for all PS: SFB");
 }
 
 // Three workers see different times (worker 2's link is slow, which hurts SFB there): every
