@@ -50,6 +50,16 @@ Result<NodeTraffic> psNodeTraffic(const LayerShape& layer, const ClusterShape& c
                    remote);
 }
 
+Result<NodeTraffic> psWorkerOnlyNodeTraffic(const LayerShape& layer, const ClusterShape& cluster) {
+  POSEIDON_RETURN_IF_ERROR(validate(layer, cluster));
+  if (cluster.workers <= cluster.servers) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "{} workers and {} servers: with the servers colocated, no node has a worker alone",
+                      cluster.workers, cluster.servers);
+  }
+  return symmetric(static_cast<double>(layer.denseFloats()), cluster.servers);
+}
+
 Result<NodeTraffic> sfbNodeTraffic(const LayerShape& layer, const ClusterShape& cluster) {
   POSEIDON_RETURN_IF_ERROR(validateFactored(layer, cluster, "SFB"));
   const int64_t peers = cluster.workers - 1;

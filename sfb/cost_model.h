@@ -42,6 +42,12 @@ struct NodeTraffic {
 // It is the busiest node of the job whatever P1 and P2: a worker-only node (there are some when
 // P1 > P2, so P1 >= 2) moves 2X, a server-only node (when P2 > P1, so P2 >= 2) 2X*P1/P2; neither more.
 Result<NodeTraffic> psNodeTraffic(const LayerShape& layer, const ClusterShape& cluster);
+// PS, for a node with a worker and no server (there is one only when P1 > P2; fails otherwise):
+//   floats   2X               X/P2 pushed to each server and as much pulled back.
+//   messages 2 P2             one push to and one reply from each server.
+// Not the busiest node on equal links, but the one a slow link hurts least under PS: the
+// benchmark's model prices a lowered worker link with it.
+Result<NodeTraffic> psWorkerOnlyNodeTraffic(const LayerShape& layer, const ClusterShape& cluster);
 
 // SFB, for every worker of an FC layer (fails for any other layer):
 //   floats   2K(P1-1)(M+N)    its K(M+N) factors (U and V) to each of the P1-1 peers, and theirs back.

@@ -126,6 +126,12 @@ void checkPs(const SweepCase& c) {
     const double expected = node < c.workers() ? 2 * x : 2 * x * c.workers() / servers;
     EXPECT_EQ(outcome.network.node(node).floats(), expected) << "PS node " << node << " " << c.what;
     EXPECT_LE(expected, formula.floats()) << "PS node " << node << " " << c.what;
+    if (node < c.workers()) {
+      expectMatches(ok(psWorkerOnlyNodeTraffic(c.fc, c.cluster)), outcome.network.node(node), "PS worker " + c.what);
+    }
+  }
+  if (c.workers() <= servers) {
+    EXPECT_FALSE(psWorkerOnlyNodeTraffic(c.fc, c.cluster).isOk()) << c.what;
   }
 }
 

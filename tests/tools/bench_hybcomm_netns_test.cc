@@ -94,6 +94,22 @@ TEST(BenchHybComm, TinyRunReportsEveryMode) {
     for (const char* fc : {"fc6", "fc7", "fc8"}) EXPECT_EQ(row.at("schemes").at(fc), "SFB") << log;
   }
   EXPECT_NE(log.find("adaptive / closed form time"), std::string::npos) << log;
+  // The cost model was fed the measured link: every FC layer is priced for all four schemes and
+  // the non-FC layer for PS and ring; the contended case prices worker 3's slower link.
+  EXPECT_GT(j.at("latency_usec").get<double>(), 0.0) << log;
+  for (const char* c : {"open", "contended"}) {
+    for (const auto& row : j.at(c).at("rows")) {
+      EXPECT_GT(row.at("model_seconds").get<double>(), 0.0) << c << " " << row.at("mode") << "\n" << log;
+      for (const auto& layer : row.at("layers")) {
+        EXPECT_EQ(layer.at("model_seconds").size(), layer.at("fully_connected").get<bool>() ? 4u : 2u) << log;
+      }
+    }
+  }
+  const auto fc6_ps = [&](const char* c) {
+    return j.at(c).at("rows").at(0).at("layers").at(0).at("model_seconds").at("PS").get<double>();
+  };
+  EXPECT_GT(fc6_ps("contended"), fc6_ps("open")) << log;
+  EXPECT_NE(log.find("the cost model per layer"), std::string::npos) << log;
 }
 
 }  // namespace

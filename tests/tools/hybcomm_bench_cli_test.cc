@@ -98,6 +98,8 @@ TEST(HybCommBenchCli, BadValuesExitTwoNamingTheOption) {
       {job({"--rank", "0", "--size", "3", "--optimizer", "sum"}), "--optimizer sum"},
       {job({"--rank", "0", "--size", "3", "--role", "chief"}), "chief"},
       {job({"--rank", "0", "--size", "3", "--drift-margin", "0"}), "--drift-margin"},
+      {job({"--rank", "0", "--size", "3", "--cost-link-bps", "-1e9"}), "--cost-link-bps"},
+      {job({"--rank", "0", "--size", "3", "--cost-latency-us", "fast"}), "--cost-latency-us"},
   };
   for (const Case& c : cases) {
     const ProcessResult r = runBench(c.args);

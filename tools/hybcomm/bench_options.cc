@@ -167,7 +167,22 @@ void addBenchOptions(CLI::App& app, HybBenchCommandLine& c) {
                  "Servers: give up when the workers are not all done after this many seconds (default 0: no limit)")
       ->type_name("SECONDS")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--cost-link-bps", c.links.bits_per_s,
+                 "Workers: price each layer with the cost model on links of this rate (bits/s, one direction, as "
+                 "measured, e.g. by iperf3) and print it beside the measured time (default 0: no model)")
+      ->type_name("BITS")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--cost-latency-us", c.model_latency_us,
+                 "Workers: the model's one-way latency per message (microseconds, as measured, e.g. half of "
+                 "poseidon-perf write_lat's round trip; default 0)")
+      ->type_name("MICROS")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--cost-slow-worker-bps", c.links.slow_worker_bits_per_s,
+                 "Workers: worker P1-1's link rate when it is lower than --cost-link-bps (bits/s; default 0: the same)")
+      ->type_name("BITS")
+      ->check(CLI::NonNegativeNumber);
   app.final_callback([&c] {
+    c.links.latency_s = c.model_latency_us * 1e-6;
     auto layers = parseLayerSpec(c.layer_spec);
     if (!layers) throw CLI::ValidationError("--layers", layers.status().message());
     c.layers = std::move(*layers);

@@ -16,6 +16,7 @@
 
 #include "sfb/layer_shape.h"
 #include "sfb/scheme.h"
+#include "tools/hybcomm/bench_model.h"
 #include "tools/hybcomm/layer_spec.h"
 #include "tools/ps/job_options.h"
 #include "trainer/hybcomm.h"
@@ -52,6 +53,8 @@ struct HybBenchCommandLine {
   double drift_margin = trainer::HybCommOptions{}.drift_margin;
   std::string json_path;
   int run_timeout_s = 0;  // servers: 0 waits for the workers without limit
+  BenchLinks links;       // --cost-*: the links the cost model is fed (measured by the caller)
+  double model_latency_us = 0;
 
   // Filled by the checks.
   std::vector<sfb::LayerShape> layers;

@@ -14,6 +14,23 @@ std::string schemeList(const std::vector<sfb::Scheme>& schemes) {
   return text;
 }
 
+constexpr sfb::Scheme kModelOrder[] = {sfb::Scheme::kPs, sfb::Scheme::kSfb, sfb::Scheme::kAdam, sfb::Scheme::kRing};
+
+double modelOf(const LayerRecord& layer, sfb::Scheme scheme) {
+  return layer.model_seconds[static_cast<size_t>(scheme)];
+}
+
+// The model's time per iteration for the schemes of the last iteration (-1: no model).
+double modelIteration(const HybBenchReport& r) {
+  double sum = 0;
+  for (const LayerRecord& layer : r.layers) {
+    const double t = modelOf(layer, layer.last_scheme);
+    if (t < 0) return -1;
+    sum += t;
+  }
+  return sum;
+}
+
 const char* phase(const BenchIterationRecord& it) {
   if (it.warmup) return "warm-up";
   return it.trial ? "trial" : "steady";
@@ -52,6 +69,13 @@ std::string hybHeader(const HybBenchReport& r) {
   out += fmt::format(" Transport       : {}\n", r.transport);
   out += fmt::format(" Iterations      : {} measured after {} warm-up; layers synced in backward order\n", r.planned,
                      r.warmup);
+  if (r.links.given()) {
+    out += fmt::format(" Cost model      : links {:.3f} Gb/s, {:.1f} usec per message{}\n", r.links.bits_per_s / 1e9,
+                       r.links.latency_s * 1e6,
+                       r.links.slow_worker_bits_per_s > 0
+                           ? fmt::format(", worker {} at {:.3f} Gb/s", r.workers - 1, r.links.slow_worker_bits_per_s / 1e9)
+                           : std::string());
+  }
   out += perf::resultLine();
   return out;
 }
@@ -70,12 +94,29 @@ std::string hybTables(const HybBenchReport& r) {
                        schemeList(it.schemes));
   }
   out += perf::resultLine();
-  out += " layer       scheme  iterations  slowest mean[msec]  sent[B]/iteration  received[B]/iteration\n";
+  out += " layer       scheme  iterations  slowest mean[msec]  model[msec]  sent[B]/iteration  received[B]/iteration\n";
   for (const LayerRecord& layer : r.layers) {
     for (const LayerSchemeRecord& s : layer.schemes) {
-      out +=
-          fmt::format(" {:<11} {:<7} {:<11} {:<19.2f} {:<18.0f} {:.0f}\n", layer.shape.name, sfb::schemeName(s.scheme),
-                      s.iterations, s.slowest_mean_seconds * 1e3, s.bytes_sent, s.bytes_received);
+      const double model = modelOf(layer, s.scheme);
+      out += fmt::format(" {:<11} {:<7} {:<11} {:<19.2f} {:<12} {:<18.0f} {:.0f}\n", layer.shape.name,
+                         sfb::schemeName(s.scheme), s.iterations, s.slowest_mean_seconds * 1e3,
+                         model < 0 ? std::string("-") : fmt::format("{:.2f}", model * 1e3), s.bytes_sent,
+                         s.bytes_received);
+    }
+  }
+  if (r.links.given()) {
+    out += perf::resultLine();
+    out += " The cost model per layer (network only: bytes / rate + messages x latency; no CPU work, no waiting):\n";
+    for (const LayerRecord& layer : r.layers) {
+      std::string row;
+      sfb::Scheme best = sfb::Scheme::kPs;
+      for (sfb::Scheme s : kModelOrder) {
+        const double t = modelOf(layer, s);
+        if (t < 0) continue;
+        row += fmt::format("{}{} {:.2f}", row.empty() ? "" : ", ", sfb::schemeName(s), t * 1e3);
+        if (modelOf(layer, best) < 0 || t < modelOf(layer, best)) best = s;
+      }
+      out += fmt::format("  {:<11} {} msec: {} fastest\n", layer.shape.name, row, sfb::schemeName(best));
     }
   }
   out += perf::resultLine();
@@ -93,6 +134,12 @@ std::string hybTables(const HybBenchReport& r) {
         " mode {}: steady state (trial phases left out) {:.2f} msec over {} iterations (layers' own "
         "syncs {:.2f} msec)\n",
         r.mode, r.meanSeconds(true) * 1e3, steady, r.meanSeconds(true, true) * 1e3);
+  }
+  const double model = modelIteration(r);
+  if (model >= 0) {
+    out += fmt::format(" mode {}: the cost model for the last iteration's schemes: {:.2f} msec per iteration "
+                       "(measured / model {:.2f})\n",
+                       r.mode, model * 1e3, model > 0 ? r.meanSeconds(steady != all) / model : 0.0);
   }
   out += perf::resultLine();
   return out;
@@ -118,7 +165,12 @@ nlohmann::json hybToJson(const HybBenchReport& r) {
                          {"iterations", s.iterations},
                          {"slowest_mean_seconds", s.slowest_mean_seconds},
                          {"bytes_sent_per_iteration", s.bytes_sent},
-                         {"bytes_received_per_iteration", s.bytes_received}});
+                         {"bytes_received_per_iteration", s.bytes_received},
+                         {"model_seconds", modelOf(layer, s.scheme)}});
+    }
+    nlohmann::json model = nlohmann::json::object();
+    for (sfb::Scheme s : kModelOrder) {
+      if (modelOf(layer, s) >= 0) model[std::string(sfb::schemeName(s))] = modelOf(layer, s);
     }
     layers.push_back({{"name", layer.shape.name},
                       {"fully_connected", layer.shape.isFullyConnected()},
@@ -126,7 +178,8 @@ nlohmann::json hybToJson(const HybBenchReport& r) {
                       {"n", layer.shape.n},
                       {"params", layer.shape.denseFloats()},
                       {"last_scheme", sfb::schemeName(layer.last_scheme)},
-                      {"schemes", schemes}});
+                      {"schemes", schemes},
+                      {"model_seconds", model}});
   }
   nlohmann::json choices = nlohmann::json::array();
   for (const trainer::Choice& c : r.choices) {
@@ -157,7 +210,11 @@ nlohmann::json hybToJson(const HybBenchReport& r) {
           {"mean_seconds", r.meanSeconds(false)},
           {"steady_mean_seconds", r.meanSeconds(true)},
           {"mean_layer_seconds", r.meanSeconds(false, true)},
-          {"steady_mean_layer_seconds", r.meanSeconds(true, true)}};
+          {"steady_mean_layer_seconds", r.meanSeconds(true, true)},
+          {"model_link_bps", r.links.bits_per_s},
+          {"model_latency_seconds", r.links.latency_s},
+          {"model_slow_worker_bps", r.links.slow_worker_bits_per_s},
+          {"model_iteration_seconds", modelIteration(r)}};
 }
 
 }  // namespace poseidon::tools

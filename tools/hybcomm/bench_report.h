@@ -18,6 +18,7 @@
 
 #include "sfb/layer_shape.h"
 #include "sfb/scheme.h"
+#include "tools/hybcomm/bench_model.h"
 #include "trainer/hybcomm.h"
 
 namespace poseidon::tools {
@@ -45,6 +46,7 @@ struct LayerRecord {
   sfb::LayerShape shape;
   std::vector<LayerSchemeRecord> schemes;      // those used in measured iterations, PS SFB Adam ring order
   sfb::Scheme last_scheme = sfb::Scheme::kPs;  // in the last iteration
+  std::array<double, 4> model_seconds = {-1, -1, -1, -1};  // per Scheme value (bench_model.h)
 };
 
 struct HybBenchReport {
@@ -63,6 +65,7 @@ struct HybBenchReport {
   std::string transport;
   uint64_t warmup = 0;
   uint64_t planned = 0;
+  BenchLinks links;
   // The measurement.
   std::vector<BenchIterationRecord> iterations;  // warm-up included
   std::vector<LayerRecord> layers;

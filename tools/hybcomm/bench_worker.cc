@@ -69,7 +69,11 @@ HybBenchReport describeBench(const HybBenchCommandLine& c, const HybridProcess& 
       fmt::format("{} {}, {} stream(s) per pair", c.job.backend, p.base.device->listenAddress(), c.job.streams);
   r.warmup = c.warmup;
   r.planned = c.iterations;
-  for (const sfb::LayerShape& layer : c.layers) r.layers.push_back({layer, {}, Scheme::kPs});
+  r.links = c.links;
+  const sfb::ClusterShape cluster{c.workers(), c.psServers(), c.batch};
+  for (const sfb::LayerShape& layer : c.layers) {
+    r.layers.push_back({layer, {}, Scheme::kPs, modelSeconds(layer, cluster, c.links)});
+  }
   return r;
 }
 
