@@ -50,6 +50,10 @@ TEST(BenchHybComm, TinyRunReportsEveryMode) {
                                "1",
                                "--window",
                                "2",
+                               "--onset-iterations",
+                               "6",
+                               "--onset-at",
+                               "3",
                                "--iperf-seconds",
                                "1",
                                "--json",
@@ -110,6 +114,16 @@ TEST(BenchHybComm, TinyRunReportsEveryMode) {
   };
   EXPECT_GT(fc6_ps("contended"), fc6_ps("open")) << log;
   EXPECT_NE(log.find("the cost model per layer"), std::string::npos) << log;
+  // The onset case: worker 0 lowered worker 3's link before measured iteration 3 of 6 in every
+  // mode it ran (the event is in each worker's iteration table), and every figure is there.
+  const auto& onset = j.at("onset").at("rows");
+  EXPECT_EQ(onset.size(), 4u) << log;
+  for (const char* mode : {"sfb", "ring", "closed", "adaptive"}) {
+    for (const char* figure : {"before_seconds", "after_seconds", "last_seconds", "whole_seconds"}) {
+      EXPECT_GT(onset.at(mode).at(figure).get<double>(), 0.0) << mode << " " << figure << "\n" << log;
+    }
+  }
+  EXPECT_NE(log.find("adaptive / ring: after the onset"), std::string::npos) << log;
 }
 
 }  // namespace

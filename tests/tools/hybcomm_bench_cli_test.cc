@@ -99,6 +99,9 @@ TEST(HybCommBenchCli, BadValuesExitTwoNamingTheOption) {
       {job({"--rank", "0", "--size", "3", "--role", "chief"}), "chief"},
       {job({"--rank", "0", "--size", "3", "--drift-margin", "0"}), "--drift-margin"},
       {job({"--rank", "0", "--size", "3", "--cost-link-bps", "-1e9"}), "--cost-link-bps"},
+      {job({"--rank", "0", "--size", "3", "--event-iteration", "3"}), "expected both or neither"},
+      {job({"--rank", "0", "--size", "3", "--event-iteration", "13", "--event-command", "true"}),
+       "--event-iteration 13: expected at most --warmup + --iterations = 12"},
       {job({"--rank", "0", "--size", "3", "--cost-latency-us", "fast"}), "--cost-latency-us"},
   };
   for (const Case& c : cases) {

@@ -167,6 +167,14 @@ void addBenchOptions(CLI::App& app, HybBenchCommandLine& c) {
                  "Servers: give up when the workers are not all done after this many seconds (default 0: no limit)")
       ->type_name("SECONDS")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--event-iteration", c.event_iteration,
+                 "Worker 0 runs --event-command before this iteration (1-based, warm-up included; default 0: never)")
+      ->type_name("N")
+      ->check(CLI::Range(uint64_t{1}, 2 * kMaxBenchIterations));
+  app.add_option("--event-command", c.event_command,
+                 "A shell command worker 0 runs before --event-iteration (e.g. a tc change that lowers a link); the run "
+                 "fails if it exits non-zero")
+      ->type_name("COMMAND");
   app.add_option("--cost-link-bps", c.links.bits_per_s,
                  "Workers: price each layer with the cost model on links of this rate (bits/s, one direction, as "
                  "measured, e.g. by iperf3) and print it beside the measured time (default 0: no model)")
@@ -191,6 +199,14 @@ void addBenchOptions(CLI::App& app, HybBenchCommandLine& c) {
 }
 
 std::string checkBenchOptions(HybBenchCommandLine& c) {
+  if ((c.event_iteration > 0) != !c.event_command.empty()) {
+    return fmt::format("--event-iteration {} and --event-command '{}': expected both or neither", c.event_iteration,
+                       c.event_command);
+  }
+  if (c.event_iteration > c.warmup + c.iterations) {
+    return fmt::format("--event-iteration {}: expected at most --warmup + --iterations = {}", c.event_iteration,
+                       c.warmup + c.iterations);
+  }
   if (c.mode == "adam" && c.adam_servers == 0) return "--mode adam needs --adam-servers >= 1";
   c.hybcomm = hybcommOptions(c);
   auto hybcomm = trainer::HybComm::create(c.layers, {c.workers(), c.psServers(), c.batch}, c.hybcomm);

@@ -53,6 +53,10 @@ struct HybBenchCommandLine {
   double drift_margin = trainer::HybCommOptions{}.drift_margin;
   std::string json_path;
   int run_timeout_s = 0;  // servers: 0 waits for the workers without limit
+  // --event-iteration / --event-command: worker 0 runs the command (sh -c) before that iteration
+  // (1-based, warm-up included), e.g. lowering a link with tc to see how each mode copes.
+  uint64_t event_iteration = 0;
+  std::string event_command;
   BenchLinks links;       // --cost-*: the links the cost model is fed (measured by the caller)
   double model_latency_us = 0;
 

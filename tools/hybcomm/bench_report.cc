@@ -69,6 +69,9 @@ std::string hybHeader(const HybBenchReport& r) {
   out += fmt::format(" Transport       : {}\n", r.transport);
   out += fmt::format(" Iterations      : {} measured after {} warm-up; layers synced in backward order\n", r.planned,
                      r.warmup);
+  if (r.event_iteration > 0) {
+    out += fmt::format(" Event           : worker 0 runs '{}' before iteration {}\n", r.event_command, r.event_iteration);
+  }
   if (r.links.given()) {
     out += fmt::format(" Cost model      : links {:.3f} Gb/s, {:.1f} usec per message{}\n", r.links.bits_per_s / 1e9,
                        r.links.latency_s * 1e6,
@@ -89,6 +92,8 @@ std::string hybTables(const HybBenchReport& r) {
       names);
   for (size_t i = 0; i < r.iterations.size(); ++i) {
     const BenchIterationRecord& it = r.iterations[i];
+    const bool event = it.after_event && (i == 0 || !r.iterations[i - 1].after_event);
+    if (event) out += fmt::format(" (--event-command ran before iteration {})\n", i + 1);
     out += fmt::format(" {:<11} {:<9} {:<12.2f} {:<14.2f} {:<13.2f} {:<21.2f} {}\n", i + 1, phase(it), it.seconds * 1e3,
                        it.slowest_seconds * 1e3, it.layer_seconds * 1e3, it.slowest_layer_seconds * 1e3,
                        schemeList(it.schemes));
@@ -155,6 +160,7 @@ nlohmann::json hybToJson(const HybBenchReport& r) {
                           {"slowest_seconds", it.slowest_seconds},
                           {"slowest_layer_seconds", it.slowest_layer_seconds},
                           {"phase", phase(it)},
+                          {"after_event", it.after_event},
                           {"schemes", schemes}});
   }
   nlohmann::json layers = nlohmann::json::array();
@@ -211,6 +217,7 @@ nlohmann::json hybToJson(const HybBenchReport& r) {
           {"steady_mean_seconds", r.meanSeconds(true)},
           {"mean_layer_seconds", r.meanSeconds(false, true)},
           {"steady_mean_layer_seconds", r.meanSeconds(true, true)},
+          {"event_iteration", r.event_iteration},
           {"model_link_bps", r.links.bits_per_s},
           {"model_latency_seconds", r.links.latency_s},
           {"model_slow_worker_bps", r.links.slow_worker_bits_per_s},

@@ -30,6 +30,7 @@ struct BenchIterationRecord {
   double slowest_layer_seconds = 0;
   bool warmup = false;
   bool trial = false;                // adaptive: HybComm was timing candidates in this iteration
+  bool after_event = false;          // --event-command ran before this iteration or an earlier one
   std::vector<sfb::Scheme> schemes;  // per layer, in layer order
 };
 
@@ -66,6 +67,8 @@ struct HybBenchReport {
   uint64_t warmup = 0;
   uint64_t planned = 0;
   BenchLinks links;
+  uint64_t event_iteration = 0;  // 0: none
+  std::string event_command;
   // The measurement.
   std::vector<BenchIterationRecord> iterations;  // warm-up included
   std::vector<LayerRecord> layers;

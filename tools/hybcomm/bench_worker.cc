@@ -4,7 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sys/wait.h>
 
 #include "trainer/store_agreement.h"
 
@@ -42,6 +47,23 @@ void fillLayer(trainer::HybridSync& sync, size_t layer, int worker, uint64_t ite
   }
 }
 
+// --event-command: run through the shell, its output going where ours goes.
+Status runEvent(const std::string& command, uint64_t iteration) {
+  std::fflush(stdout);
+  const int status = std::system(command.c_str());
+  if (status == -1) {
+    return transport::makeStatus(transport::StatusCode::kInternal, "--event-command '{}': cannot start a shell: {}",
+                                 command, std::strerror(errno));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return transport::makeStatus(transport::StatusCode::kInternal,
+                                 "--event-command '{}' before iteration {}: expected exit 0, got {}", command,
+                                 iteration,
+                                 WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status)) : "a signal");
+  }
+  return Status::ok();
+}
+
 // Per layer and scheme over the measured iterations: this worker's sums.
 struct LayerSums {
   uint64_t iterations = 0;
@@ -70,6 +92,8 @@ HybBenchReport describeBench(const HybBenchCommandLine& c, const HybridProcess& 
   r.warmup = c.warmup;
   r.planned = c.iterations;
   r.links = c.links;
+  r.event_iteration = c.event_iteration;
+  r.event_command = c.event_command;
   const sfb::ClusterShape cluster{c.workers(), c.psServers(), c.batch};
   for (const sfb::LayerShape& layer : c.layers) {
     r.layers.push_back({layer, {}, Scheme::kPs, modelSeconds(layer, cluster, c.links)});
@@ -98,8 +122,10 @@ Status runBenchWorker(const HybBenchCommandLine& c, HybridProcess& p, HybBenchRe
   };
   const uint64_t total = c.warmup + c.iterations;
   for (uint64_t t = 0; t < total; ++t) {
+    if (t + 1 == c.event_iteration && p.rank() == 0) POSEIDON_RETURN_IF_ERROR(runEvent(c.event_command, t + 1));
     for (size_t l = 0; l < layers; ++l) fillLayer(sync, l, p.rank(), t);
     BenchIterationRecord it;
+    it.after_event = c.event_iteration > 0 && t + 1 >= c.event_iteration;
     it.warmup = t < c.warmup;
     it.trial = sync.hybcomm().inTrial();
     it.schemes.resize(layers);
