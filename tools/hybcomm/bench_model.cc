@@ -38,8 +38,14 @@ std::array<double, 4> modelSeconds(const sfb::LayerShape& layer, const sfb::Clus
     double worst = *t;
     if (links.slow_worker_bits_per_s > 0 && links.slow_worker_bits_per_s < links.bits_per_s) {
       auto own = lastWorkerTraffic(scheme, layer, cluster);
-      auto t_slow = own ? sfb::estimateSeconds(*own, slow) : transport::Result<double>(own.status());
-      if (t_slow) worst = std::max(worst, *t_slow);
+      if (!own) continue;
+      if (links.slow_worker_upload_only) {  // its sends on the slow direction, its receives on the common rate
+        auto up = sfb::estimateSeconds({own->sent_floats, 0, own->sent_messages, 0}, slow);
+        auto down = sfb::estimateSeconds({0, own->received_floats, 0, own->received_messages}, link);
+        if (up && down) worst = std::max({worst, *up, *down});
+      } else if (auto t_slow = sfb::estimateSeconds(*own, slow)) {
+        worst = std::max(worst, *t_slow);
+      }
     }
     seconds[static_cast<size_t>(scheme)] = worst;
   }

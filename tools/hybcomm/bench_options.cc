@@ -189,8 +189,13 @@ void addBenchOptions(CLI::App& app, HybBenchCommandLine& c) {
                  "Workers: worker P1-1's link rate when it is lower than --cost-link-bps (bits/s; default 0: the same)")
       ->type_name("BITS")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--cost-slow-worker-direction", c.slow_worker_direction,
+                 "Workers: which way worker P1-1's link is lower: both (default) or up (its sends only)")
+      ->type_name("both|up")
+      ->check(CLI::IsMember({"both", "up"}));
   app.final_callback([&c] {
     c.links.latency_s = c.model_latency_us * 1e-6;
+    c.links.slow_worker_upload_only = c.slow_worker_direction == "up";
     auto layers = parseLayerSpec(c.layer_spec);
     if (!layers) throw CLI::ValidationError("--layers", layers.status().message());
     c.layers = std::move(*layers);

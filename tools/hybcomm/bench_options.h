@@ -59,6 +59,7 @@ struct HybBenchCommandLine {
   std::string event_command;
   BenchLinks links;       // --cost-*: the links the cost model is fed (measured by the caller)
   double model_latency_us = 0;
+  std::string slow_worker_direction = "both";
 
   // Filled by the checks.
   std::vector<sfb::LayerShape> layers;

@@ -76,7 +76,9 @@ std::string hybHeader(const HybBenchReport& r) {
     out += fmt::format(" Cost model      : links {:.3f} Gb/s, {:.1f} usec per message{}\n", r.links.bits_per_s / 1e9,
                        r.links.latency_s * 1e6,
                        r.links.slow_worker_bits_per_s > 0
-                           ? fmt::format(", worker {} at {:.3f} Gb/s", r.workers - 1, r.links.slow_worker_bits_per_s / 1e9)
+                           ? fmt::format(", worker {} at {:.3f} Gb/s{}", r.workers - 1,
+                                         r.links.slow_worker_bits_per_s / 1e9,
+                                         r.links.slow_worker_upload_only ? " (its upload)" : "")
                            : std::string());
   }
   out += perf::resultLine();
