@@ -27,7 +27,9 @@
 namespace poseidon::transport::wire {
 
 inline constexpr uint32_t kFrameMagic = 0x4E445350;  // "PSDN" read as little-endian bytes
-inline constexpr uint16_t kProtocolVersion = 1;
+// Both backends' hello carries it and a peer of another version is refused, naming both.
+// 2: verbs writes longer than the device's limit end in a split-write notice (control type 8).
+inline constexpr uint16_t kProtocolVersion = 2;
 inline constexpr size_t kFrameHeaderSize = 56;
 
 enum class FrameType : uint8_t {
