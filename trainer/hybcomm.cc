@@ -22,6 +22,17 @@ constexpr double kNone = -1.0;  // "not measured" in an agreed vector (max keeps
 
 std::string seconds(double s) { return fmt::format("{:.4g} s", s); }
 
+// The workers' combined vector, checked to be as long as what this worker sent.
+Result<std::vector<double>> agreeOn(const Agree& agree, std::span<const double> mine) {
+  auto agreed = agree(mine);
+  if (!agreed) return agreed.status();
+  if (agreed->size() != mine.size()) {
+    return makeStatus(StatusCode::kInternal, "HybComm agreement returned {} values for {} sent", agreed->size(),
+                      mine.size());
+  }
+  return agreed;
+}
+
 void keepFastest(double& fastest, double seconds_taken) {
   fastest = fastest > 0 ? std::min(fastest, seconds_taken) : seconds_taken;
 }
@@ -182,12 +193,8 @@ Status HybComm::decideTrials(const Agree& agree) {
   }
   // The iteration as a whole under each candidate: a sync is as slow as its slowest worker.
   for (size_t c = 0; c < candidates; ++c) mine[per_layer + c] = candidate_totals_[c];
-  auto agreed = agree(mine);
+  auto agreed = agreeOn(agree, mine);
   if (!agreed) return agreed.status();
-  if (agreed->size() != mine.size()) {
-    return makeStatus(StatusCode::kInternal, "HybComm agreement returned {} values for {} sent", agreed->size(),
-                      mine.size());
-  }
   for (size_t l = 0; l < layers_.size(); ++l) {
     LayerState& state = state_[l];
     if (!state.retiming) continue;
@@ -257,12 +264,8 @@ Status HybComm::decideTrials(const Agree& agree) {
 
 Status HybComm::decideConfirm(const Agree& agree) {
   const std::vector<double> mine = {mix_total_};
-  auto agreed = agree(mine);
+  auto agreed = agreeOn(agree, mine);
   if (!agreed) return agreed.status();
-  if (agreed->size() != mine.size()) {
-    return makeStatus(StatusCode::kInternal, "HybComm agreement returned {} values for {} sent", agreed->size(),
-                      mine.size());
-  }
   const double mix_total = agreed->front();
   std::string mix;
   for (size_t l = 0; l < layers_.size(); ++l) {
@@ -301,12 +304,8 @@ Status HybComm::checkDrift(const Agree& agree) {
     const LayerState& state = state_[l];
     if (state.window_count > 0) mine[l] = state.window_seconds / static_cast<double>(state.window_count);
   }
-  auto agreed = agree(mine);
+  auto agreed = agreeOn(agree, mine);
   if (!agreed) return agreed.status();
-  if (agreed->size() != mine.size()) {
-    return makeStatus(StatusCode::kInternal, "HybComm agreement returned {} values for {} sent", agreed->size(),
-                      mine.size());
-  }
   bool any = false;
   for (size_t l = 0; l < layers_.size(); ++l) {
     LayerState& state = state_[l];
