@@ -37,14 +37,14 @@ std::array<double, 4> modelSeconds(const sfb::LayerShape& layer, const sfb::Clus
     if (!t) continue;
     double worst = *t;
     if (links.slow_worker_bits_per_s > 0 && links.slow_worker_bits_per_s < links.bits_per_s) {
+      // Its own traffic on its lower link (a failure here would keep the common link's figure).
       auto own = lastWorkerTraffic(scheme, layer, cluster);
-      if (!own) continue;
-      if (links.slow_worker_upload_only) {  // its sends on the slow direction, its receives on the common rate
+      if (own && links.slow_worker_upload_only) {  // its sends on the slow direction, its receives on the common rate
         auto up = sfb::estimateSeconds({own->sent_floats, 0, own->sent_messages, 0}, slow);
         auto down = sfb::estimateSeconds({0, own->received_floats, 0, own->received_messages}, link);
         if (up && down) worst = std::max({worst, *up, *down});
-      } else if (auto t_slow = sfb::estimateSeconds(*own, slow)) {
-        worst = std::max(worst, *t_slow);
+      } else if (own) {
+        if (auto t_slow = sfb::estimateSeconds(*own, slow)) worst = std::max(worst, *t_slow);
       }
     }
     seconds[static_cast<size_t>(scheme)] = worst;

@@ -181,8 +181,8 @@ void addBenchOptions(CLI::App& app, HybBenchCommandLine& c) {
       ->type_name("BITS")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--cost-latency-us", c.model_latency_us,
-                 "Workers: the model's one-way latency per message (microseconds, as measured, e.g. half of "
-                 "poseidon-perf write_lat's round trip; default 0)")
+                 "Workers: the model's one-way latency per message (microseconds, as measured, e.g. poseidon-perf "
+                 "write_lat's t_typical, which is already one way; default 0)")
       ->type_name("MICROS")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--cost-slow-worker-bps", c.links.slow_worker_bits_per_s,
