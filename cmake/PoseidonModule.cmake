@@ -8,6 +8,9 @@ function(poseidon_module)
   set(target poseidon_${M_NAME})
   add_library(${target} ${sources})
   add_library(poseidon::${M_NAME} ALIAS ${target})
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/poseidon>)
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${M_NAME} OUTPUT_NAME ${target})
   target_link_libraries(${target} PUBLIC ${M_LINK})
   poseidon_set_warnings(${target})

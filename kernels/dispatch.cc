@@ -21,13 +21,14 @@ struct Names {
 };
 
 template <typename Cpu, typename Cuda>
-KernelStatus run(const char* call, Names names, Place place, const std::string& problem, Cpu&& on_cpu,
+Status run(const char* call, Names names, Place place, const std::string& problem, Cpu&& on_cpu,
                  Cuda&& on_cuda) {
   const char* device = place.device == Device::kCpu ? "cpu" : place.device == Device::kCuda ? "cuda" : nullptr;
   if (device == nullptr) {
-    return {fmt::format("{}: device {} is not cpu (1) or cuda (2)", call, static_cast<int>(place.device))};
+    return makeStatus(StatusCode::kInvalidArgument, "{}: device {} is not cpu (1) or cuda (2)", call,
+                      static_cast<int>(place.device));
   }
-  if (!problem.empty()) return {fmt::format("{} on {}: {}", call, device, problem)};
+  if (!problem.empty()) return makeStatus(StatusCode::kInvalidArgument, "{} on {}: {}", call, device, problem);
   NvtxRange range(place.device == Device::kCpu ? names.cpu : names.cuda);
   std::string error;
   if (place.device == Device::kCpu) {
@@ -35,32 +36,33 @@ KernelStatus run(const char* call, Names names, Place place, const std::string& 
   } else {
     error = on_cuda();
   }
-  if (error.empty()) return {};
-  return {fmt::format("{} on {}: {}", call, device, error)};
+  if (error.empty()) return Status::ok();
+  // No CUDA in this build, no device or a failing launch: the caller cannot fix the arguments.
+  return makeStatus(StatusCode::kUnavailable, "{} on {}: {}", call, device, error);
 }
 
 }  // namespace
 
-KernelStatus chunkUpdate(const ChunkUpdate& update, Place place) {
+Status chunkUpdate(const ChunkUpdate& update, Place place) {
   return run(
       "chunkUpdate", {"chunkUpdate cpu", "chunkUpdate cuda"}, place, chunkUpdateProblem(update),
       [&] { chunkUpdateCpu(update); }, [&] { return dispatch_detail::chunkUpdateOnCuda(update, place.stream); });
 }
 
-KernelStatus sfUpdate(const SfUpdate& update, Place place) {
+Status sfUpdate(const SfUpdate& update, Place place) {
   const std::string problem = place.device == Device::kCpu ? sfUpdateCpuProblem(update) : sfUpdateProblem(update);
   return run(
       "sfUpdate", {"sfUpdate cpu", "sfUpdate cuda"}, place, problem, [&] { sfUpdateCpu(update); },
       [&] { return dispatch_detail::sfUpdateOnCuda(update, place.stream); });
 }
 
-KernelStatus pack(const PackJob& job, Place place) {
+Status pack(const PackJob& job, Place place) {
   return run(
       "pack", {"pack cpu", "pack cuda"}, place, packProblem(job, place.device == Device::kCpu),
       [&] { packCpu(job); }, [&] { return dispatch_detail::packOnCuda(job, place.stream); });
 }
 
-KernelStatus unpack(const PackJob& job, Place place) {
+Status unpack(const PackJob& job, Place place) {
   return run(
       "unpack", {"unpack cpu", "unpack cuda"}, place, packProblem(job, place.device == Device::kCpu),
       [&] { unpackCpu(job); }, [&] { return dispatch_detail::unpackOnCuda(job, place.stream); });

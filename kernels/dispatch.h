@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/status.h"
 #include "kernels/chunk_update.h"
 #include "kernels/pack.h"
 #include "kernels/sf_update.h"
@@ -32,19 +33,15 @@ struct Place {
   static Place cuda(CudaStream s) { return {Device::kCuda, s}; }
 };
 
-// What a dispatched call did: ok, or why not ("sfUpdate on cuda: v has 3 factors but u has 4";
+// What a dispatched call returns: OK, or kInvalidArgument / kUnavailable / kInternal saying why not ("sfUpdate on cuda: v has 3 factors but u has 4";
 // "chunkUpdate on cuda: this build has no CUDA (nvcc was not found)"). Never throws for bad
 // arguments: the message says which.
-struct [[nodiscard]] KernelStatus {
-  std::string error;
-  bool ok() const { return error.empty(); }
-};
 
 bool kernelsHaveCuda();
 
-KernelStatus chunkUpdate(const ChunkUpdate& update, Place place);
-KernelStatus sfUpdate(const SfUpdate& update, Place place);  // the method and isa apply to the CPU
-KernelStatus pack(const PackJob& job, Place place);
-KernelStatus unpack(const PackJob& job, Place place);
+Status chunkUpdate(const ChunkUpdate& update, Place place);
+Status sfUpdate(const SfUpdate& update, Place place);  // the method and isa apply to the CPU
+Status pack(const PackJob& job, Place place);
+Status unpack(const PackJob& job, Place place);
 
 }  // namespace poseidon::kernels

@@ -14,9 +14,6 @@
 
 namespace poseidon::ps {
 
-using transport::errnoStatus;
-using transport::makeStatus;
-using transport::StatusCode;
 
 namespace {
 

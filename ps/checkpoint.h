@@ -14,12 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::ps {
 
-using transport::Result;
-using transport::Status;
 
 // What must match between the job that wrote a checkpoint and the job that loads it.
 struct CheckpointIdentity {

@@ -16,9 +16,6 @@
 namespace poseidon::ps {
 
 using checkpoint_format::Radix;
-using transport::errnoStatus;
-using transport::makeStatus;
-using transport::StatusCode;
 using transport::wire::crc32c;
 using transport::wire::loadLe32;
 using transport::wire::loadLe64;

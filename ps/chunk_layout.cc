@@ -6,9 +6,6 @@
 
 namespace poseidon::ps {
 
-using transport::makeStatus;
-using transport::Status;
-using transport::StatusCode;
 
 Result<ChunkLayout> ChunkLayout::build(std::span<const TensorSpec> tensors, int servers, uint64_t chunk_bytes,
                                        std::span<const size_t> chunk_starts) {

@@ -14,11 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::ps {
 
-using transport::Result;
 
 inline constexpr uint64_t kDefaultChunkBytes = uint64_t{2} << 20;
 

@@ -14,13 +14,8 @@
 
 namespace poseidon::ps {
 
-using transport::Deadline;
-using transport::makeStatus;
 using transport::Request;
 using transport::RequestPtr;
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 
 namespace {
 

@@ -45,17 +45,17 @@ class Client {
  public:
   // Registers the buffers, publishes them and learns the servers'; every tensor must belong to
   // exactly one layer. `context` must be connected and outlive the client.
-  static transport::Result<std::unique_ptr<Client>> start(transport::Context& context,
+  static Result<std::unique_ptr<Client>> start(transport::Context& context,
                                                           transport::bootstrap::Store& store,
                                                           std::span<const TensorSpec> model, const ChunkLayout& layout,
                                                           std::vector<Layer> layers, const PsJob& job,
                                                           const Consistency& consistency,
-                                                          transport::Deadline deadline);
-  static transport::Result<std::unique_ptr<Client>> start(transport::Context& context,
+                                                          Deadline deadline);
+  static Result<std::unique_ptr<Client>> start(transport::Context& context,
                                                           transport::bootstrap::Store& store,
                                                           std::span<const TensorSpec> model, const ChunkLayout& layout,
                                                           std::vector<Layer> layers, const PsJob& job,
-                                                          const ClientOptions& options, transport::Deadline deadline);
+                                                          const ClientOptions& options, Deadline deadline);
   virtual ~Client() = default;
 
   virtual std::span<float> parameters(size_t tensor) = 0;
@@ -65,7 +65,7 @@ class Client {
   // The clock the job resumed from (0 on a fresh start); every layer's clock starts there.
   virtual uint64_t startClock() const = 0;
   // Worker 0 on a fresh start sends parameters() as the initial model; elsewhere a no-op.
-  virtual transport::Status initialize(transport::Deadline deadline) = 0;
+  virtual Status initialize(Deadline deadline) = 0;
 
   // Sends the layer's gradients for its current clock and advances the clock. Completes when
   // the servers applied them (BSP: aggregated with every worker's); gradients() of the layer
@@ -81,7 +81,7 @@ class Client {
   // a version beyond our own pushes could never come). Async servers answer at once regardless.
   virtual transport::RequestPtr pull(size_t layer, uint64_t min_version) = 0;
   // request->wait(deadline), but a timeout names what the servers said they wait for.
-  virtual transport::Status wait(const transport::RequestPtr& request, transport::Deadline deadline) = 0;
+  virtual Status wait(const transport::RequestPtr& request, Deadline deadline) = 0;
 
   virtual uint64_t clock(size_t layer) const = 0;
   // Lowest version among the layer's chunks as last received.
@@ -89,9 +89,9 @@ class Client {
   virtual size_t layerCount() const = 0;
 
   // Asks every server to checkpoint at `clock` (or the first clock none of its chunks passed).
-  virtual transport::Status requestCheckpoint(uint64_t clock) = 0;
+  virtual Status requestCheckpoint(uint64_t clock) = 0;
   // Tells every server this worker is done; waits for outstanding requests first.
-  virtual transport::Status finish(transport::Deadline deadline) = 0;
+  virtual Status finish(Deadline deadline) = 0;
 };
 
 }  // namespace poseidon::ps

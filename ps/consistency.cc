@@ -9,10 +9,6 @@
 
 namespace poseidon::ps {
 
-using transport::makeStatus;
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 
 uint64_t Consistency::minVersion(uint64_t clock) const {
   switch (mode) {

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::ps {
 
@@ -32,10 +32,10 @@ struct Consistency {
   uint64_t minVersion(uint64_t clock) const;
   // "bsp", "ssp:3", "async:push=1,fetch=1": logs and the checkpoint compatibility check.
   std::string canonical() const;
-  transport::Status validate() const;
+  Status validate() const;
 };
 
 // Parses "bsp", "ssp:<s>", "async", "async:push=<n>,fetch=<n>"; errors name the bad part.
-transport::Result<Consistency> parseConsistency(std::string_view text);
+Result<Consistency> parseConsistency(std::string_view text);
 
 }  // namespace poseidon::ps

@@ -4,10 +4,8 @@
 
 namespace poseidon::ps {
 
-using transport::makeStatus;
-using transport::StatusCode;
 
-transport::Status PsJob::validate(const transport::Context& context) const {
+Status PsJob::validate(const transport::Context& context) const {
   if (workers < 1 || servers < 1) {
     return makeStatus(StatusCode::kInvalidArgument, "a PS job needs >= 1 worker and >= 1 server, got {} and {}",
                       workers, servers);
@@ -20,7 +18,7 @@ transport::Status PsJob::validate(const transport::Context& context) const {
                       "context '{}' has {} ranks but the PS job has {} workers + {} servers", context.name(),
                       context.size(), workers, servers);
   }
-  return transport::Status::ok();
+  return Status::ok();
 }
 
 }  // namespace poseidon::ps

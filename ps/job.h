@@ -6,7 +6,7 @@
 #include <string>
 
 #include "transport/context.h"
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::ps {
 
@@ -20,7 +20,7 @@ struct PsJob {
   bool isServerRank(int rank) const { return rank >= workers && rank < workers + servers; }
 
   // The context must have exactly workers + servers ranks; the counts must fit the protocol.
-  transport::Status validate(const transport::Context& context) const;
+  Status validate(const transport::Context& context) const;
 };
 
 }  // namespace poseidon::ps

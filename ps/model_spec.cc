@@ -9,8 +9,6 @@
 
 namespace poseidon::ps {
 
-using transport::makeStatus;
-using transport::StatusCode;
 
 namespace {
 

@@ -8,8 +8,6 @@
 
 namespace poseidon::ps {
 
-using transport::makeStatus;
-using transport::StatusCode;
 
 namespace {
 

@@ -10,13 +10,11 @@
 #include <string_view>
 
 #include "kernels/optimizer_step.h"
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::ps {
 
 using kernels::OptimizerKind;
-using transport::Result;
-using transport::Status;
 
 struct LrSchedule {
   enum class Kind : uint8_t { kConstant = 0, kStep = 1, kPoly = 2, kCosine = 3 };

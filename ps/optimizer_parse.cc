@@ -18,8 +18,6 @@
 
 namespace poseidon::ps {
 
-using transport::makeStatus;
-using transport::StatusCode;
 
 namespace {
 

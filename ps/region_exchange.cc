@@ -5,8 +5,6 @@
 namespace poseidon::ps {
 
 using transport::RemoteDescriptor;
-using transport::Result;
-using transport::Status;
 
 namespace {
 
@@ -17,11 +15,11 @@ std::string workerKey(const PsJob& job, int worker) { return fmt::format("{}/wor
 
 // Parses `count` descriptors stored back to back under `key`.
 Result<std::vector<RemoteDescriptor>> fetch(transport::bootstrap::Store& store, const std::string& key, size_t count,
-                                            transport::Deadline deadline) {
+                                            Deadline deadline) {
   auto value = store.get(key, deadline);
   if (!value) return value.status();
   if (value->size() != count * kSize) {
-    return transport::makeStatus(transport::StatusCode::kProtocolError,
+    return makeStatus(StatusCode::kProtocolError,
                                  "store key {} holds {} bytes; expected {} remote descriptors of {} bytes", key,
                                  value->size(), count, kSize);
   }
@@ -57,7 +55,7 @@ Status publishWorkerRegion(transport::bootstrap::Store& store, const PsJob& job,
 }
 
 Result<std::vector<ServerRegions>> fetchServerRegions(transport::bootstrap::Store& store, const PsJob& job,
-                                                      transport::Deadline deadline) {
+                                                      Deadline deadline) {
   std::vector<ServerRegions> regions;
   for (int server = 0; server < job.servers; ++server) {
     auto pair = fetch(store, serverKey(job, server), 2, deadline);
@@ -68,7 +66,7 @@ Result<std::vector<ServerRegions>> fetchServerRegions(transport::bootstrap::Stor
 }
 
 Result<std::vector<RemoteDescriptor>> fetchWorkerRegions(transport::bootstrap::Store& store, const PsJob& job,
-                                                        transport::Deadline deadline) {
+                                                        Deadline deadline) {
   std::vector<RemoteDescriptor> regions;
   for (int worker = 0; worker < job.workers; ++worker) {
     auto one = fetch(store, workerKey(job, worker), 1, deadline);

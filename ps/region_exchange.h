@@ -16,15 +16,15 @@ struct ServerRegions {
   transport::RemoteDescriptor slots;   // P1 gradient slots, worker p's at p * shard bytes
 };
 
-transport::Status publishServerRegions(transport::bootstrap::Store& store, const PsJob& job, int server,
+Status publishServerRegions(transport::bootstrap::Store& store, const PsJob& job, int server,
                                        const transport::MemoryRegion& params, const transport::MemoryRegion& slots);
-transport::Status publishWorkerRegion(transport::bootstrap::Store& store, const PsJob& job, int worker,
+Status publishWorkerRegion(transport::bootstrap::Store& store, const PsJob& job, int worker,
                                       const transport::MemoryRegion& params);
 
-transport::Result<std::vector<ServerRegions>> fetchServerRegions(transport::bootstrap::Store& store, const PsJob& job,
-                                                                 transport::Deadline deadline);
-transport::Result<std::vector<transport::RemoteDescriptor>> fetchWorkerRegions(transport::bootstrap::Store& store,
+Result<std::vector<ServerRegions>> fetchServerRegions(transport::bootstrap::Store& store, const PsJob& job,
+                                                                 Deadline deadline);
+Result<std::vector<transport::RemoteDescriptor>> fetchWorkerRegions(transport::bootstrap::Store& store,
                                                                               const PsJob& job,
-                                                                              transport::Deadline deadline);
+                                                                              Deadline deadline);
 
 }  // namespace poseidon::ps

@@ -7,10 +7,6 @@
 
 namespace poseidon::ps {
 
-using transport::makeStatus;
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 
 namespace {
 
@@ -40,7 +36,7 @@ Status publishCheckpointClocks(transport::bootstrap::Store& store, const PsJob& 
   return transport::bootstrap::setString(store, clocksKey(job, server), fmt::format("{}", fmt::join(clocks, ",")));
 }
 
-Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job, transport::Deadline deadline) {
+Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job, Deadline deadline) {
   std::vector<uint64_t> common;
   for (int server = 0; server < job.servers; ++server) {
     const std::string key = clocksKey(job, server);

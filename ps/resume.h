@@ -13,10 +13,10 @@
 
 namespace poseidon::ps {
 
-transport::Status publishCheckpointClocks(transport::bootstrap::Store& store, const PsJob& job, int server,
+Status publishCheckpointClocks(transport::bootstrap::Store& store, const PsJob& job, int server,
                                           const std::vector<uint64_t>& clocks);
 
-transport::Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job,
-                                             transport::Deadline deadline);
+Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job,
+                                             Deadline deadline);
 
 }  // namespace poseidon::ps

@@ -17,13 +17,8 @@
 
 namespace poseidon::ps {
 
-using transport::Deadline;
-using transport::makeStatus;
 using transport::RemoteDescriptor;
 using transport::RequestPtr;
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 
 namespace {
 

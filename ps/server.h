@@ -50,16 +50,16 @@ class Server {
  public:
   // Registers memory, publishes this shard's descriptors in the store, agrees on the resume
   // clock and starts the worker threads. `context` must be connected and outlive the server.
-  static transport::Result<std::unique_ptr<Server>> start(transport::Context& context,
+  static Result<std::unique_ptr<Server>> start(transport::Context& context,
                                                           transport::bootstrap::Store& store,
                                                           std::span<const TensorSpec> model, const ChunkLayout& layout,
                                                           const PsJob& job, const ServerOptions& options,
-                                                          transport::Deadline deadline);
+                                                          Deadline deadline);
   virtual ~Server() = default;
 
   // Blocks until every worker said goodbye; returns the first failure (a worker that vanished
   // under BSP/SSP names it), or kTimeout naming the workers still connected.
-  virtual transport::Status waitUntilDone(transport::Deadline deadline) = 0;
+  virtual Status waitUntilDone(Deadline deadline) = 0;
   // The clock this server resumed from (0 for a fresh start).
   virtual uint64_t resumedClock() const = 0;
   // Lowest version over this server's chunks.

@@ -7,9 +7,6 @@
 
 namespace poseidon::sfb {
 
-using transport::makeStatus;
-using transport::Result;
-using transport::StatusCode;
 
 namespace {
 

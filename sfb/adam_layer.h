@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "sfb/sf_layer.h"
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::sfb {
 
@@ -38,10 +38,10 @@ class AdamLayout {
   // Fails, naming the layer and the value, for no layers, more layers than the immediate can name
   // (kAdamMaxLayers, adam_protocol.h), rows, cols or rank of 0, workers outside 1..kAdamMaxWorkers,
   // servers < 1, or a buffer whose size in bytes overflows.
-  static transport::Result<AdamLayout> build(std::span<const AdamLayer> layers, int workers, int servers);
+  static Result<AdamLayout> build(std::span<const AdamLayer> layers, int workers, int servers);
   // The layout of a job on a context of `ranks` ranks: ranks 0..workers-1 are the workers, the
   // others the servers (server s is rank workers + s). Fails, besides, unless 1 <= workers < ranks.
-  static transport::Result<AdamLayout> forContext(std::span<const AdamLayer> layers, int workers, int ranks);
+  static Result<AdamLayout> forContext(std::span<const AdamLayer> layers, int workers, int ranks);
 
   int workers() const { return workers_; }
   int servers() const { return servers_; }

@@ -10,14 +10,13 @@
 namespace poseidon::sfb {
 
 using transport::RemoteDescriptor;
-using transport::StatusCode;
 
 namespace {
 
 constexpr size_t kDescriptorBytes = RemoteDescriptor::kEncodedSize;
 constexpr size_t kFingerprintBytes = 4;
 
-transport::Status publish(transport::bootstrap::Store& store, const std::string& key, const AdamLayout& layout,
+Status publish(transport::bootstrap::Store& store, const std::string& key, const AdamLayout& layout,
                std::initializer_list<const transport::MemoryRegion*> regions) {
   std::vector<uint8_t> value(kFingerprintBytes);
   transport::wire::storeLe32(value.data(), layout.fingerprint());
@@ -29,19 +28,19 @@ transport::Status publish(transport::bootstrap::Store& store, const std::string&
 }
 
 // The `count` descriptors `who` published under `key`, each at least as long as `needed` says.
-transport::Result<std::vector<RemoteDescriptor>> fetch(transport::bootstrap::Store& store, const std::string& key,
+Result<std::vector<RemoteDescriptor>> fetch(transport::bootstrap::Store& store, const std::string& key,
                                             const std::string& who, const AdamLayout& layout,
-                                            std::initializer_list<uint64_t> needed, transport::Deadline deadline) {
+                                            std::initializer_list<uint64_t> needed, Deadline deadline) {
   auto value = store.get(key, deadline);
   if (!value) return value.status().withContext("the buffers of " + who);
   const size_t expected = kFingerprintBytes + needed.size() * kDescriptorBytes;
   if (value->size() != expected) {
-    return transport::makeStatus(StatusCode::kProtocolError, "store key {} of {} holds {} bytes; expected {}", key, who,
+    return makeStatus(StatusCode::kProtocolError, "store key {} of {} holds {} bytes; expected {}", key, who,
                       value->size(), expected);
   }
   const uint32_t fingerprint = transport::wire::loadLe32(value->data());
   if (fingerprint != layout.fingerprint()) {
-    return transport::makeStatus(StatusCode::kInvalidArgument,
+    return makeStatus(StatusCode::kInvalidArgument,
                       "{} was given other Adam layers, worker or server counts (layout fingerprint {:#010x}, "
                       "expected {:#010x})",
                       who, fingerprint, layout.fingerprint());
@@ -52,7 +51,7 @@ transport::Result<std::vector<RemoteDescriptor>> fetch(transport::bootstrap::Sto
     auto descriptor = RemoteDescriptor::parse(std::span<const uint8_t>(next, kDescriptorBytes));
     if (!descriptor) return descriptor.status().withContext(fmt::format("store key {} of {}", key, who));
     if (descriptor->length < bytes) {
-      return transport::makeStatus(StatusCode::kProtocolError, "{} published a buffer of {} bytes; the layout needs {}", who,
+      return makeStatus(StatusCode::kProtocolError, "{} published a buffer of {} bytes; the layout needs {}", who,
                         descriptor->length, bytes);
     }
     descriptors.push_back(*descriptor);
@@ -87,20 +86,20 @@ std::string adamWorkerKey(std::string_view context_name, int worker) {
   return fmt::format("{}/adam/worker/{}", context_name, worker);
 }
 
-transport::Status publishAdamServer(transport::bootstrap::Store& store, std::string_view context_name, int server,
+Status publishAdamServer(transport::bootstrap::Store& store, std::string_view context_name, int server,
                          const AdamLayout& layout, const transport::MemoryRegion& slots) {
   return publish(store, adamServerKey(context_name, server), layout, {&slots});
 }
 
-transport::Status publishAdamWorker(transport::bootstrap::Store& store, std::string_view context_name, int worker,
+Status publishAdamWorker(transport::bootstrap::Store& store, std::string_view context_name, int worker,
                          const AdamLayout& layout, const transport::MemoryRegion& gradients,
                          const transport::MemoryRegion& notices) {
   return publish(store, adamWorkerKey(context_name, worker), layout, {&gradients, &notices});
 }
 
-transport::Result<std::vector<RemoteDescriptor>> fetchAdamServers(transport::bootstrap::Store& store,
+Result<std::vector<RemoteDescriptor>> fetchAdamServers(transport::bootstrap::Store& store,
                                                       std::string_view context_name, const AdamLayout& layout,
-                                                      transport::Deadline deadline) {
+                                                      Deadline deadline) {
   std::vector<RemoteDescriptor> slots;
   for (int s = 0; s < layout.servers(); ++s) {
     const uint64_t needed = uint64_t{layout.slotTotal(s)} * sizeof(float);
@@ -112,9 +111,9 @@ transport::Result<std::vector<RemoteDescriptor>> fetchAdamServers(transport::boo
   return slots;
 }
 
-transport::Result<std::vector<AdamWorkerRegions>> fetchAdamWorkers(transport::bootstrap::Store& store,
+Result<std::vector<AdamWorkerRegions>> fetchAdamWorkers(transport::bootstrap::Store& store,
                                                        std::string_view context_name, const AdamLayout& layout,
-                                                       transport::Deadline deadline) {
+                                                       Deadline deadline) {
   std::vector<AdamWorkerRegions> workers;
   const uint64_t gradients = uint64_t{layout.gradientTotal()} * sizeof(float);
   const uint64_t notices = uint64_t{static_cast<size_t>(layout.servers()) * kAdamNoticeBytes};

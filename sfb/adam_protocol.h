@@ -79,22 +79,22 @@ struct AdamWorkerRegions {
 std::string adamServerKey(std::string_view context_name, int server);
 std::string adamWorkerKey(std::string_view context_name, int worker);
 
-transport::Status publishAdamServer(transport::bootstrap::Store& store, std::string_view context_name, int server,
+Status publishAdamServer(transport::bootstrap::Store& store, std::string_view context_name, int server,
                                     const AdamLayout& layout, const transport::MemoryRegion& slots);
-transport::Status publishAdamWorker(transport::bootstrap::Store& store, std::string_view context_name, int worker,
+Status publishAdamWorker(transport::bootstrap::Store& store, std::string_view context_name, int worker,
                                     const AdamLayout& layout, const transport::MemoryRegion& gradients,
                                     const transport::MemoryRegion& notices);
 
 // Every server's slot buffer, and every worker's buffers, by index. Fail naming the rank whose
 // value is malformed, whose layout differs from ours (fingerprint), or whose buffer is smaller
 // than the layout needs; a timeout names the key still missing.
-transport::Result<std::vector<transport::RemoteDescriptor>> fetchAdamServers(transport::bootstrap::Store& store,
+Result<std::vector<transport::RemoteDescriptor>> fetchAdamServers(transport::bootstrap::Store& store,
                                                                             std::string_view context_name,
                                                                             const AdamLayout& layout,
-                                                                            transport::Deadline deadline);
-transport::Result<std::vector<AdamWorkerRegions>> fetchAdamWorkers(transport::bootstrap::Store& store,
+                                                                            Deadline deadline);
+Result<std::vector<AdamWorkerRegions>> fetchAdamWorkers(transport::bootstrap::Store& store,
                                                                    std::string_view context_name,
                                                                    const AdamLayout& layout,
-                                                                   transport::Deadline deadline);
+                                                                   Deadline deadline);
 
 }  // namespace poseidon::sfb

@@ -18,13 +18,7 @@
 
 namespace poseidon::sfb {
 
-using transport::Clock;
-using transport::Deadline;
-using transport::makeStatus;
 using transport::RequestPtr;
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 
 Status reconstructAdamGradient(const AdamLayer& layer, std::span<const float* const> u,
                                std::span<const float* const> v, std::span<float> g) {

@@ -39,16 +39,16 @@ class AdamServer {
   // Registers this server's slot, gradient and notice buffers, publishes the slots in the store,
   // fetches every worker's buffers and starts the peer threads. `context` must be connected, be
   // rank >= workers, and outlive the server; every rank must be given the same layers.
-  static transport::Result<std::unique_ptr<AdamServer>> start(transport::Context& context,
+  static Result<std::unique_ptr<AdamServer>> start(transport::Context& context,
                                                               transport::bootstrap::Store& store,
                                                               std::span<const AdamLayer> layers, int workers,
-                                                              transport::Deadline deadline,
+                                                              Deadline deadline,
                                                               const AdamServerOptions& options = {});
   virtual ~AdamServer() = default;
 
   // Blocks until every worker said goodbye (OK) or the server failed (that failure, naming the
   // worker or peer); kTimeout naming the workers still connected when the deadline passes first.
-  virtual transport::Status waitUntilDone(transport::Deadline deadline) = 0;
+  virtual Status waitUntilDone(Deadline deadline) = 0;
 
   virtual int server() const = 0;
   virtual const AdamLayout& layout() const = 0;
@@ -69,7 +69,7 @@ class AdamServer {
 // documents. `u[p]` is rows x rank and `v[p]` cols x rank, row-major; `g` has rows * cols floats.
 // Exposed so tests check it against that sum bit for bit. kInternal naming the problem when the
 // kernel refuses the arguments.
-transport::Status reconstructAdamGradient(const AdamLayer& layer, std::span<const float* const> u,
+Status reconstructAdamGradient(const AdamLayer& layer, std::span<const float* const> u,
                                           std::span<const float* const> v, std::span<float> g);
 
 }  // namespace poseidon::sfb

@@ -13,11 +13,6 @@
 
 namespace poseidon::sfb {
 
-using transport::Clock;
-using transport::Deadline;
-using transport::makeStatus;
-using transport::Status;
-using transport::StatusCode;
 
 namespace {
 
@@ -329,7 +324,7 @@ Status AdamWorkerImpl::finish(Deadline deadline) {
 
 }  // namespace
 
-transport::Result<std::unique_ptr<AdamWorker>> AdamWorker::start(transport::Context& context, transport::bootstrap::Store& store,
+Result<std::unique_ptr<AdamWorker>> AdamWorker::start(transport::Context& context, transport::bootstrap::Store& store,
                                                       std::span<const AdamLayer> layers, int workers,
                                                       Deadline deadline) {
   auto layout = AdamLayout::forContext(layers, workers, context.size());

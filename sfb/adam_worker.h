@@ -25,10 +25,10 @@ class AdamWorker {
   // publishes the last two in the store, fetches every server's slot buffer and starts a thread
   // per server. `context` must be connected, be rank < workers, and outlive the worker; ranks
   // workers..size-1 are the servers and every rank must be given the same layers.
-  static transport::Result<std::unique_ptr<AdamWorker>> start(transport::Context& context,
+  static Result<std::unique_ptr<AdamWorker>> start(transport::Context& context,
                                                               transport::bootstrap::Store& store,
                                                               std::span<const AdamLayer> layers, int workers,
-                                                              transport::Deadline deadline);
+                                                              Deadline deadline);
   virtual ~AdamWorker() = default;
 
   virtual int worker() const = 0;
@@ -45,16 +45,16 @@ class AdamWorker {
   // Sends U and V of layer l for this worker's next iteration of l (one write, not waiting for it).
   // kInvalidArgument for a layer out of range, a push before wait() returned the previous
   // iteration's gradient, or one after finish(); the server's failure when it has failed.
-  virtual transport::Status push(size_t l) = 0;
+  virtual Status push(size_t l) = 0;
   // Blocks until G of layer l's last pushed iteration has landed and the factors' write finished.
   // Fails with the server's reason when it gave up (naming the worker that broke the iteration),
   // a broken connection naming the server, or kTimeout naming the server, the layer, the iteration
   // and, when the server reported one, the worker whose factors it still waits for.
-  virtual transport::Status wait(size_t l, transport::Deadline deadline) = 0;
+  virtual Status wait(size_t l, Deadline deadline) = 0;
 
   // Tells every server this worker is done. Call after the last wait() of every layer; the
   // gradients stay readable until the worker is destroyed.
-  virtual transport::Status finish(transport::Deadline deadline) = 0;
+  virtual Status finish(Deadline deadline) = 0;
 
   // This worker's traffic for layer l, summed over iterations: the factors pushed and the G
   // received, payload bytes and messages, to compare with adamWorkerTraffic() (cost_model.h)

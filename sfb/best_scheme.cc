@@ -6,8 +6,6 @@
 
 namespace poseidon::sfb {
 
-using transport::makeStatus;
-using transport::StatusCode;
 
 namespace {
 

@@ -7,8 +7,6 @@
 
 namespace poseidon::sfb {
 
-using transport::makeStatus;
-using transport::StatusCode;
 
 namespace {
 

@@ -5,14 +5,14 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "transport/deadline.h"
+#include "common/deadline.h"
 
 namespace poseidon::sfb {
 
 // True once `done()` holds, false if the deadline passed first. Deadline::never() waits without a
 // timeout: its time_point::max() is kept out of wait_until, where it may overflow.
 template <typename Predicate>
-bool waitWithDeadline(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, transport::Deadline deadline,
+bool waitWithDeadline(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, Deadline deadline,
                       Predicate done) {
   if (!deadline.isNever()) return cv.wait_until(lock, deadline.at(), done);
   cv.wait(lock, done);

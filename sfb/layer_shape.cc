@@ -4,8 +4,6 @@
 
 namespace poseidon::sfb {
 
-using transport::makeStatus;
-using transport::StatusCode;
 
 LayerShape LayerShape::fullyConnected(std::string name, int64_t m, int64_t n, int64_t bias) {
   LayerShape layer;

@@ -8,12 +8,10 @@
 #include <cstdint>
 #include <string>
 
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::sfb {
 
-using transport::Result;
-using transport::Status;
 
 enum class LayerKind { kFullyConnected, kOther };
 

@@ -4,8 +4,6 @@
 
 namespace poseidon::sfb {
 
-using transport::makeStatus;
-using transport::StatusCode;
 
 namespace {
 

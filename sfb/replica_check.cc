@@ -9,8 +9,6 @@
 
 namespace poseidon::sfb {
 
-using transport::Status;
-using transport::StatusCode;
 
 namespace {
 
@@ -34,9 +32,9 @@ std::string replicaKey(std::string_view scope, uint64_t iteration, int rank) {
 }
 
 Status checkReplicas(transport::bootstrap::Store& store, std::string_view scope, int rank, int size,
-                     uint64_t iteration, std::span<const float> params, transport::Deadline deadline) {
+                     uint64_t iteration, std::span<const float> params, Deadline deadline) {
   if (size < 1 || rank < 0 || rank >= size) {
-    return transport::makeStatus(StatusCode::kInvalidArgument, "replica check of '{}': rank {} of {} ranks", scope,
+    return makeStatus(StatusCode::kInvalidArgument, "replica check of '{}': rank {} of {} ranks", scope,
                                  rank, size);
   }
   const ReplicaHash own{transport::wire::crc32c(params.data(), params.size_bytes()), params.size()};
@@ -55,7 +53,7 @@ Status checkReplicas(transport::bootstrap::Store& store, std::string_view scope,
     auto got = store.get(replicaKey(scope, iteration, peer), deadline);
     if (!got) return got.status().withContext(fmt::format("{}: hash of rank {}", context(), peer));
     if (got->size() != kValueBytes) {
-      return transport::makeStatus(StatusCode::kProtocolError, "{}: rank {} published {} bytes; expected {}",
+      return makeStatus(StatusCode::kProtocolError, "{}: rank {} published {} bytes; expected {}",
                                    context(), peer, got->size(), kValueBytes);
     }
     hashes[static_cast<size_t>(peer)] = {transport::wire::loadLe32(got->data()),
@@ -68,7 +66,7 @@ Status checkReplicas(transport::bootstrap::Store& store, std::string_view scope,
     differing += describe(peer, hashes[static_cast<size_t>(peer)]);
   }
   if (differing.empty()) return Status::ok();
-  return transport::makeStatus(StatusCode::kInternal, "{}: replicas differ from {}: {}", context(),
+  return makeStatus(StatusCode::kInternal, "{}: replicas differ from {}: {}", context(),
                                describe(0, hashes[0]), differing);
 }
 

@@ -11,11 +11,6 @@
 
 namespace poseidon::sfb {
 
-using transport::Deadline;
-using transport::makeStatus;
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 
 namespace {
 

@@ -40,8 +40,8 @@
 
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
-#include "transport/deadline.h"
-#include "transport/status.h"
+#include "common/deadline.h"
+#include "common/status.h"
 
 namespace poseidon::sfb {
 
@@ -85,10 +85,10 @@ class RingAllreduce {
   // Every rank of `context` calls this with the same layers and options. Fails, naming the value
   // and what was expected, on bad options or layers, a neighbour whose layers or options differ,
   // or a neighbour that does not publish its regions by the deadline.
-  static transport::Result<std::unique_ptr<RingAllreduce>> start(transport::Context& context,
+  static Result<std::unique_ptr<RingAllreduce>> start(transport::Context& context,
                                                                  transport::bootstrap::Store& store,
                                                                  std::vector<RingLayer> layers, RingOptions options,
-                                                                 transport::Deadline deadline);
+                                                                 Deadline deadline);
   // Waits (bounded) for this rank's writes still in flight before deregistering the memory.
   ~RingAllreduce();
   RingAllreduce(const RingAllreduce&) = delete;
@@ -105,7 +105,7 @@ class RingAllreduce {
   std::span<float> buffer(size_t layer);
 
   // Blocking: sums buffer(layer) over the workers (see the top of this file).
-  transport::Status allreduce(size_t layer, transport::Deadline deadline);
+  Status allreduce(size_t layer, Deadline deadline);
 
   // Counters of `layer` (zeros for an index out of range). Any thread, any time.
   RingTraffic traffic(size_t layer) const;

@@ -18,12 +18,8 @@
 
 namespace poseidon::sfb {
 
-using transport::Deadline;
-using transport::makeStatus;
 using transport::Request;
 using transport::RequestPtr;
-using transport::Status;
-using transport::StatusCode;
 
 namespace {
 
@@ -288,7 +284,7 @@ class Pass {
       (void)likeliest->wait(deadline_);
       return Status::ok();
     }
-    const auto slice_end = transport::Clock::now() + slice_;
+    const auto slice_end = Clock::now() + slice_;
     (void)likeliest->wait(Deadline(std::min(slice_end, deadline_.at())));
     slice_ = std::min(slice_ * 2, std::chrono::duration_cast<std::chrono::nanoseconds>(kLongestSlice));
     return Status::ok();

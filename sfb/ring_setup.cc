@@ -8,11 +8,7 @@
 
 namespace poseidon::sfb {
 
-using transport::makeStatus;
 using transport::RemoteDescriptor;
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 
 namespace {
 

@@ -35,7 +35,7 @@ struct RingSetup {
 
   std::vector<uint8_t> serialize() const;
   // Checks every length against the bytes present before reading; names `key` and what is wrong.
-  static transport::Result<RingSetup> parse(const std::string& key, const std::vector<uint8_t>& bytes);
+  static Result<RingSetup> parse(const std::string& key, const std::vector<uint8_t>& bytes);
 };
 
 std::string ringSetupKey(const std::string& name, const std::string& context_name, int rank);
@@ -43,7 +43,7 @@ std::string ringSetupKey(const std::string& name, const std::string& context_nam
 // OK when `theirs` (published by `peer`, e.g. "rank 2 (127.0.0.1:4000)", our `role`, e.g.
 // "successor") describes the same ring as `mine` and regions large enough for it; otherwise
 // kInvalidArgument naming the first difference.
-transport::Status checkSameRing(const RingSetup& mine, const RingSetup& theirs, int expected_rank,
+Status checkSameRing(const RingSetup& mine, const RingSetup& theirs, int expected_rank,
                                 const std::string& peer, const char* role);
 
 }  // namespace poseidon::sfb

@@ -69,10 +69,10 @@ struct RingState {
   uint64_t serving = 0;
   size_t running_layer = 0;
   std::vector<uint64_t> abandoned;  // tickets of calls that gave up waiting for their turn
-  transport::Status broken;         // the first failure (under queue_mutex): later calls return it
+  Status broken;         // the first failure (under queue_mutex): later calls return it
 };
 
 // One allreduce of `layer` (an index the caller checked), with the call queue already passed.
-transport::Status runRingPass(RingState& state, size_t layer, transport::Deadline deadline);
+Status runRingPass(RingState& state, size_t layer, Deadline deadline);
 
 }  // namespace poseidon::sfb

@@ -35,13 +35,13 @@ class RingWriteWindow {
   }
 
   // Drops completed writes from the front; the first failure among them, if any.
-  transport::Status reap() {
+  Status reap() {
     while (count_ > 0 && oldest()->test()) {
-      transport::Status status = oldest()->status();
+      Status status = oldest()->status();
       pop();
       if (!status.isOk()) return status;
     }
-    return transport::Status::ok();
+    return Status::ok();
   }
 
  private:

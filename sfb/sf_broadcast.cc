@@ -7,10 +7,6 @@
 
 namespace poseidon::sfb {
 
-using transport::Deadline;
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 
 class SfBroadcast::LayerCall {
  public:
@@ -97,14 +93,14 @@ Status SfBroadcast::broadcast(size_t layer) {
   LayerState& state = layers_[layer];
   LayerCall call(state);
   if (!call.entered()) {
-    return transport::makeStatus(StatusCode::kInvalidArgument,
+    return makeStatus(StatusCode::kInvalidArgument,
                                  "SFB broadcast of {} while another call for it runs; calls for one layer must not "
                                  "overlap",
                                  describe(layer));
   }
   const uint64_t t = iterations_[layer].load(std::memory_order_relaxed);
   if (state.phase != Phase::kIdle) {
-    return transport::makeStatus(StatusCode::kInvalidArgument,
+    return makeStatus(StatusCode::kInvalidArgument,
                                  "SFB broadcast of {} for iteration {} refused: its update of iteration {} has not "
                                  "run on this worker (peers could then send iteration {} into the slots it reads)",
                                  describe(layer), t + 1, t, t + 2);
@@ -136,20 +132,20 @@ Status SfBroadcast::update(size_t layer, float* params, float* state0, float* st
     // The slots are host memory (and the kernel would still be reading a bank after update()
     // returned, when the BSP argument above no longer holds): device-resident slots would be
     // needed first.
-    return transport::makeStatus(StatusCode::kUnavailable,
+    return makeStatus(StatusCode::kUnavailable,
                                  "SFB update of {} on a GPU: the factors live in host memory; use Place::cpu()",
                                  describe(layer));
   }
   LayerState& state = layers_[layer];
   LayerCall call(state);
   if (!call.entered()) {
-    return transport::makeStatus(StatusCode::kInvalidArgument,
+    return makeStatus(StatusCode::kInvalidArgument,
                                  "SFB update of {} while another call for it runs; calls for one layer must not overlap",
                                  describe(layer));
   }
   const uint64_t t = iterations_[layer].load(std::memory_order_relaxed);
   if (state.phase == Phase::kIdle) {
-    return transport::makeStatus(StatusCode::kInvalidArgument,
+    return makeStatus(StatusCode::kInvalidArgument,
                                  "SFB update of {} iteration {} before its broadcast (peers need this worker's "
                                  "factors first)",
                                  describe(layer), t);
@@ -169,10 +165,10 @@ Status SfBroadcast::update(size_t layer, float* params, float* state0, float* st
     job.v = state.v[bank];
     job.step = step;
     job.method = kernels::SfMethod::kExact;  // the one that keeps replicas bit-identical
-    const kernels::KernelStatus done = kernels::sfUpdate(job, place);
-    if (!done.ok()) {
-      return transport::makeStatus(StatusCode::kInvalidArgument, "SFB update of {} iteration {}: {}", describe(layer), t,
-                                   done.error);
+    const Status done = kernels::sfUpdate(job, place);
+    if (!done.isOk()) {
+      return makeStatus(StatusCode::kInvalidArgument, "SFB update of {} iteration {}: {}", describe(layer), t,
+                                   done.message());
     }
     state.phase = Phase::kApplied;
   }
@@ -187,7 +183,7 @@ Status SfBroadcast::awaitFactors(size_t layer, uint64_t iteration, Deadline dead
   const auto context = [&] { return fmt::format("SFB update of {} iteration {}", describe(layer), iteration); };
   // First take what has landed from everyone without blocking, so that a peer already known to
   // have failed is reported at once instead of after waiting for the others.
-  const Deadline now(transport::Clock::now());
+  const Deadline now(Clock::now());
   for (auto& inbox : inboxes_) {
     const Status landed = inbox->waitFor(layer, iteration, now);
     if (!landed.isOk() && landed.code() != StatusCode::kTimeout) return landed.withContext(context());
@@ -199,7 +195,7 @@ Status SfBroadcast::awaitFactors(size_t layer, uint64_t iteration, Deadline dead
   }
   std::string missing;
   for (auto& inbox : inboxes_) {
-    const Status landed = inbox->waitFor(layer, iteration, Deadline(transport::Clock::now()));
+    const Status landed = inbox->waitFor(layer, iteration, Deadline(Clock::now()));
     if (landed.isOk()) continue;
     if (landed.code() != StatusCode::kTimeout) return landed.withContext(context());
     if (!missing.empty()) missing += ", ";
@@ -208,7 +204,7 @@ Status SfBroadcast::awaitFactors(size_t layer, uint64_t iteration, Deadline dead
     if (!connection.isOk()) missing += fmt::format(" (connection failed: {})", connection.message());
   }
   if (missing.empty()) return Status::ok();
-  return transport::makeStatus(StatusCode::kTimeout, "{}: the factors of {} did not arrive before the deadline",
+  return makeStatus(StatusCode::kTimeout, "{}: the factors of {} did not arrive before the deadline",
                                context(), missing);
 }
 
@@ -228,7 +224,7 @@ Status SfBroadcast::completeWrites(size_t layer, uint64_t iteration, Deadline de
     }
   }
   if (pending.empty()) return Status::ok();
-  return transport::makeStatus(StatusCode::kTimeout,
+  return makeStatus(StatusCode::kTimeout,
                                "SFB update of {} iteration {}: this worker's writes to {} did not complete before the "
                                "deadline",
                                describe(layer), iteration, pending);
@@ -250,7 +246,7 @@ std::string SfBroadcast::describe(size_t layer) const {
 }
 
 Status SfBroadcast::unknownLayer(size_t layer, const char* call) const {
-  return transport::makeStatus(StatusCode::kInvalidArgument, "SFB {} of layer {}: there are {} layers", call, layer,
+  return makeStatus(StatusCode::kInvalidArgument, "SFB {} of layer {}: there are {} layers", call, layer,
                                layerCount());
 }
 

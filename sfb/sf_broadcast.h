@@ -48,10 +48,10 @@ class SfBroadcast {
   // connected and outlive this object; every rank must be given the same layers. Fails naming the
   // layer for a bad shape, the peer whose layers differ or whose buffer is missing by the
   // deadline.
-  static transport::Result<std::unique_ptr<SfBroadcast>> start(transport::Context& context,
+  static Result<std::unique_ptr<SfBroadcast>> start(transport::Context& context,
                                                                transport::bootstrap::Store& store,
                                                                std::vector<SfLayer> layers,
-                                                               transport::Deadline deadline);
+                                                               Deadline deadline);
   SfBroadcast(const SfBroadcast&) = delete;
   SfBroadcast& operator=(const SfBroadcast&) = delete;
   ~SfBroadcast();
@@ -73,7 +73,7 @@ class SfBroadcast {
   // peer. Refused when the layer's last broadcast has not been followed by its update. A write
   // that fails at once (broken connection) is reported here naming the peer; otherwise failures
   // surface in update().
-  transport::Status broadcast(size_t layer);
+  Status broadcast(size_t layer);
 
   // Waits until every peer's factors of the current iteration have landed (a timeout names the
   // peers still missing and the layer; a broken or misbehaving peer fails at once, named), runs
@@ -81,8 +81,8 @@ class SfBroadcast {
   // the CPU: the factors live in host memory), waits until this worker's own writes of the layer
   // have completed, then advances the layer's iteration. After a timeout it may be called again:
   // it resumes where it stopped and never applies an update twice.
-  transport::Status update(size_t layer, float* params, float* state0, float* state1,
-                           const kernels::OptimizerStep& step, kernels::Place place, transport::Deadline deadline);
+  Status update(size_t layer, float* params, float* state0, float* state1,
+                           const kernels::OptimizerStep& step, kernels::Place place, Deadline deadline);
 
   // What this worker's broadcasts of the layer sent and received, summed over iterations.
   LayerTraffic traffic(size_t layer) const;
@@ -110,11 +110,11 @@ class SfBroadcast {
 
   SfBroadcast(transport::Context& context, SfSlotLayout layout);
 
-  transport::Status awaitFactors(size_t layer, uint64_t iteration, transport::Deadline deadline);
-  transport::Status completeWrites(size_t layer, uint64_t iteration, transport::Deadline deadline);
+  Status awaitFactors(size_t layer, uint64_t iteration, Deadline deadline);
+  Status completeWrites(size_t layer, uint64_t iteration, Deadline deadline);
   // "layer 2 'fc7'": how messages name a layer.
   std::string describe(size_t layer) const;
-  transport::Status unknownLayer(size_t layer, const char* call) const;
+  Status unknownLayer(size_t layer, const char* call) const;
 
   transport::Context& context_;
   const SfSlotLayout layout_;

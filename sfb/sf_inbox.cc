@@ -6,10 +6,7 @@
 
 namespace poseidon::sfb {
 
-using transport::Deadline;
 using transport::RequestPtr;
-using transport::Status;
-using transport::StatusCode;
 
 SfInbox::SfInbox(transport::Pair& pair, const SfSlotLayout& layout,
                  std::span<const std::atomic<uint64_t>> own_iterations)
@@ -50,7 +47,7 @@ Status SfInbox::waitFor(size_t layer, uint64_t iteration, Deadline deadline) {
       changed_.wait_until(lock, deadline.at());
     }
   }
-  return transport::makeStatus(StatusCode::kTimeout, "no SFB factors of layer {} '{}' iteration {} from {} in time",
+  return makeStatus(StatusCode::kTimeout, "no SFB factors of layer {} '{}' iteration {} from {} in time",
                                layer, layout_.layer(layer).name, iteration, pair_.peerName());
 }
 
@@ -62,14 +59,14 @@ uint64_t SfInbox::arrivals(size_t layer) const {
 Status SfInbox::recordLocked(uint32_t imm) {
   const SfImm got = decodeSfImm(imm);
   if (got.layer >= layout_.layerCount()) {
-    return transport::makeStatus(StatusCode::kProtocolError,
+    return makeStatus(StatusCode::kProtocolError,
                                  "{} sent SFB immediate {:#010x} naming layer {}; there are {} layers",
                                  pair_.peerName(), imm, got.layer, layout_.layerCount());
   }
   const std::string& name = layout_.layer(got.layer).name;
   const uint64_t expected = arrived_[got.layer];
   if (got.iteration_low != sfIterationLow(expected)) {
-    return transport::makeStatus(StatusCode::kProtocolError,
+    return makeStatus(StatusCode::kProtocolError,
                                  "{} sent SFB factors of layer {} '{}' for iteration {} (low {} bits); expected "
                                  "iteration {} (low bits {})",
                                  pair_.peerName(), got.layer, name, got.iteration_low, kSfImmIterationBits, expected,
@@ -77,7 +74,7 @@ Status SfInbox::recordLocked(uint32_t imm) {
   }
   const uint64_t own = own_iterations_[got.layer].load(std::memory_order_acquire);
   if (expected > own + 1) {
-    return transport::makeStatus(StatusCode::kProtocolError,
+    return makeStatus(StatusCode::kProtocolError,
                                  "{} sent SFB factors of layer {} '{}' for iteration {} while this worker is at "
                                  "iteration {}; a peer can be at most one ahead (it would overwrite factors in use)",
                                  pair_.peerName(), got.layer, name, expected, own);

@@ -34,7 +34,7 @@ class SfInbox {
   // error naming it (an immediate for an unknown layer, an iteration out of sequence or more
   // than one ahead of this worker) or its broken connection. kTimeout when the deadline passes
   // first; a deadline already passed only takes what has landed, without blocking.
-  transport::Status waitFor(size_t layer, uint64_t iteration, transport::Deadline deadline);
+  Status waitFor(size_t layer, uint64_t iteration, Deadline deadline);
 
   // Writes of `layer` from this peer that landed so far (its iterations 0 .. n-1).
   uint64_t arrivals(size_t layer) const;
@@ -43,7 +43,7 @@ class SfInbox {
 
  private:
   // The landed write's immediate: checks it and counts it, or the protocol error.
-  transport::Status recordLocked(uint32_t imm);
+  Status recordLocked(uint32_t imm);
 
   transport::Pair& pair_;
   const SfSlotLayout& layout_;
@@ -53,7 +53,7 @@ class SfInbox {
   std::condition_variable changed_;  // arrivals recorded, a failure, or the stream left undriven
   bool driving_ = false;
   transport::RequestPtr posted_;  // the recvImm() waiting for the peer's next write, if any
-  transport::Status failure_;     // the first failure; later immediates are not read
+  Status failure_;     // the first failure; later immediates are not read
   std::vector<uint64_t> arrived_;
 };
 

@@ -7,8 +7,6 @@
 namespace poseidon::sfb {
 
 using transport::RemoteDescriptor;
-using transport::Result;
-using transport::StatusCode;
 
 namespace {
 // The descriptor, then the layout fingerprint (little-endian).
@@ -19,7 +17,7 @@ std::string sfRegionKey(std::string_view context_name, int rank) {
   return fmt::format("{}/sfb/{}/slots", context_name, rank);
 }
 
-transport::Status publishSfRegion(transport::bootstrap::Store& store, std::string_view context_name, int rank,
+Status publishSfRegion(transport::bootstrap::Store& store, std::string_view context_name, int rank,
                                   const SfSlotLayout& layout, const transport::MemoryRegion& receive) {
   const auto descriptor = receive.remote().serialize();
   std::vector<uint8_t> value(descriptor.begin(), descriptor.end());
@@ -30,7 +28,7 @@ transport::Status publishSfRegion(transport::bootstrap::Store& store, std::strin
 
 Result<std::vector<RemoteDescriptor>> fetchSfRegions(transport::bootstrap::Store& store, std::string_view context_name,
                                                     int rank, const SfSlotLayout& layout,
-                                                    transport::Deadline deadline) {
+                                                    Deadline deadline) {
   std::vector<RemoteDescriptor> regions(static_cast<size_t>(layout.workers()));
   const uint64_t needed = uint64_t{layout.receiveFloats()} * sizeof(float);
   for (int peer = 0; peer < layout.workers(); ++peer) {
@@ -39,7 +37,7 @@ Result<std::vector<RemoteDescriptor>> fetchSfRegions(transport::bootstrap::Store
     auto value = store.get(key, deadline);
     if (!value) return value.status().withContext(fmt::format("SFB receive buffer of rank {}", peer));
     if (value->size() != kValueBytes) {
-      return transport::makeStatus(StatusCode::kProtocolError,
+      return makeStatus(StatusCode::kProtocolError,
                                    "store key {} of rank {} holds {} bytes; expected {} (descriptor and fingerprint)",
                                    key, peer, value->size(), kValueBytes);
     }
@@ -47,13 +45,13 @@ Result<std::vector<RemoteDescriptor>> fetchSfRegions(transport::bootstrap::Store
     if (!descriptor) return descriptor.status().withContext(fmt::format("store key {} of rank {}", key, peer));
     const uint32_t fingerprint = transport::wire::loadLe32(value->data() + RemoteDescriptor::kEncodedSize);
     if (fingerprint != layout.fingerprint()) {
-      return transport::makeStatus(StatusCode::kInvalidArgument,
+      return makeStatus(StatusCode::kInvalidArgument,
                                    "rank {} was given other SFB layers or worker count than rank {} (layout "
                                    "fingerprint {:#010x}, expected {:#010x})",
                                    peer, rank, fingerprint, layout.fingerprint());
     }
     if (descriptor->length < needed) {
-      return transport::makeStatus(StatusCode::kProtocolError,
+      return makeStatus(StatusCode::kProtocolError,
                                    "rank {} published an SFB receive buffer of {} bytes; the layout needs {}", peer,
                                    descriptor->length, needed);
     }

@@ -16,15 +16,15 @@ namespace poseidon::sfb {
 // "<context name>/sfb/<rank>/slots": where `rank` publishes its receive buffer.
 std::string sfRegionKey(std::string_view context_name, int rank);
 
-transport::Status publishSfRegion(transport::bootstrap::Store& store, std::string_view context_name, int rank,
+Status publishSfRegion(transport::bootstrap::Store& store, std::string_view context_name, int rank,
                                   const SfSlotLayout& layout, const transport::MemoryRegion& receive);
 
 // Every peer's receive buffer, indexed by rank (the entry of `rank` itself is left default).
 // Fails naming the peer whose value is malformed, whose layers differ from ours (fingerprint), or
 // whose buffer is smaller than the layout needs; a timeout names the key still missing.
-transport::Result<std::vector<transport::RemoteDescriptor>> fetchSfRegions(transport::bootstrap::Store& store,
+Result<std::vector<transport::RemoteDescriptor>> fetchSfRegions(transport::bootstrap::Store& store,
                                                                           std::string_view context_name, int rank,
                                                                           const SfSlotLayout& layout,
-                                                                          transport::Deadline deadline);
+                                                                          Deadline deadline);
 
 }  // namespace poseidon::sfb

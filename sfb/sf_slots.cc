@@ -8,8 +8,6 @@
 
 namespace poseidon::sfb {
 
-using transport::Result;
-using transport::StatusCode;
 
 namespace {
 
@@ -30,10 +28,10 @@ uint32_t crcOf(uint64_t value, uint32_t crc) {
 }  // namespace
 
 Result<SfSlotLayout> SfSlotLayout::build(std::span<const SfLayer> layers, int workers) {
-  if (workers < 1) return transport::makeStatus(StatusCode::kInvalidArgument, "SFB needs >= 1 worker, got {}", workers);
-  if (layers.empty()) return transport::makeStatus(StatusCode::kInvalidArgument, "SFB needs >= 1 layer, got none");
+  if (workers < 1) return makeStatus(StatusCode::kInvalidArgument, "SFB needs >= 1 worker, got {}", workers);
+  if (layers.empty()) return makeStatus(StatusCode::kInvalidArgument, "SFB needs >= 1 layer, got none");
   if (layers.size() > kSfMaxLayers) {
-    return transport::makeStatus(StatusCode::kInvalidArgument,
+    return makeStatus(StatusCode::kInvalidArgument,
                                  "SFB takes at most {} layers (the immediate's layer field), got {}", kSfMaxLayers,
                                  layers.size());
   }
@@ -45,7 +43,7 @@ Result<SfSlotLayout> SfSlotLayout::build(std::span<const SfLayer> layers, int wo
   for (size_t l = 0; l < layers.size(); ++l) {
     const SfLayer& layer = layers[l];
     if (layer.rows == 0 || layer.cols == 0 || layer.rank == 0) {
-      return transport::makeStatus(StatusCode::kInvalidArgument,
+      return makeStatus(StatusCode::kInvalidArgument,
                                    "SFB layer {} '{}' is {}x{} with rank {}; rows, cols and rank must be >= 1", l,
                                    layer.name, layer.rows, layer.cols, layer.rank);
     }
@@ -57,7 +55,7 @@ Result<SfSlotLayout> SfSlotLayout::build(std::span<const SfLayer> layers, int wo
                       mulAdd(2 * peers, slot / kSlotAlignFloats * kSlotAlignFloats, layout.receive_floats_, receive) &&
                       receive <= SIZE_MAX / sizeof(float) && send <= SIZE_MAX / sizeof(float);
     if (!fits) {
-      return transport::makeStatus(StatusCode::kInvalidArgument,
+      return makeStatus(StatusCode::kInvalidArgument,
                                    "SFB layer {} '{}' ({}x{}, rank {}) on {} workers overflows the buffer sizes", l,
                                    layer.name, layer.rows, layer.cols, layer.rank, workers);
     }

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "sfb/sf_layer.h"
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::sfb {
 
@@ -25,7 +25,7 @@ class SfSlotLayout {
  public:
   // Fails, naming the layer and the value, for no layers, more than kSfMaxLayers (sf_imm.h), a
   // zero rows, cols or rank, workers < 1, or buffers whose size overflows.
-  static transport::Result<SfSlotLayout> build(std::span<const SfLayer> layers, int workers);
+  static Result<SfSlotLayout> build(std::span<const SfLayer> layers, int workers);
 
   int workers() const { return workers_; }
   size_t layerCount() const { return layers_.size(); }

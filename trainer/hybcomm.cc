@@ -11,8 +11,6 @@
 namespace poseidon::trainer {
 
 using sfb::Scheme;
-using transport::makeStatus;
-using transport::StatusCode;
 
 namespace {
 

@@ -30,12 +30,10 @@
 #include "sfb/best_scheme.h"
 #include "sfb/layer_shape.h"
 #include "sfb/scheme.h"
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::trainer {
 
-using transport::Result;
-using transport::Status;
 
 enum class HybCommMode { kClosedForm, kAdaptive, kFixed };
 

@@ -10,7 +10,7 @@ std::vector<ps::TensorSpec> hybridTensors(std::span<const sfb::LayerShape> layer
   return tensors;
 }
 
-transport::Result<ps::ChunkLayout> hybridLayout(std::span<const sfb::LayerShape> layers, int servers,
+Result<ps::ChunkLayout> hybridLayout(std::span<const sfb::LayerShape> layers, int servers,
                                                 uint64_t chunk_bytes) {
   std::vector<size_t> starts(layers.size());
   for (size_t l = 0; l < layers.size(); ++l) starts[l] = l;
@@ -26,12 +26,12 @@ ps::PsJob hybridPsJob(int workers, int servers, const std::string& name) {
   return job;
 }
 
-transport::Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& context,
+Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& context,
                                                                     transport::bootstrap::Store& store,
                                                                     std::span<const sfb::LayerShape> layers,
                                                                     int workers, int servers, uint64_t chunk_bytes,
                                                                     const std::string& name,
-                                                                    transport::Deadline deadline) {
+                                                                    Deadline deadline) {
   auto layout = hybridLayout(layers, servers, chunk_bytes);
   if (!layout) return layout.status();
   ps::ServerOptions options;

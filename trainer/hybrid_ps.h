@@ -20,17 +20,17 @@ namespace poseidon::trainer {
 
 // One tensor per layer, named for it, of its dense gradient's floats (FC: M*N).
 std::vector<ps::TensorSpec> hybridTensors(std::span<const sfb::LayerShape> layers);
-transport::Result<ps::ChunkLayout> hybridLayout(std::span<const sfb::LayerShape> layers, int servers,
+Result<ps::ChunkLayout> hybridLayout(std::span<const sfb::LayerShape> layers, int servers,
                                                 uint64_t chunk_bytes);
 ps::PsJob hybridPsJob(int workers, int servers, const std::string& name);
 
 // A summation server of a HybridSync job named `name` (HybridOptions::name): rank P1 + s of the
 // PS context. Every worker and server must be given the same layers, counts and chunk size.
-transport::Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& context,
+Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& context,
                                                                     transport::bootstrap::Store& store,
                                                                     std::span<const sfb::LayerShape> layers,
                                                                     int workers, int servers, uint64_t chunk_bytes,
                                                                     const std::string& name,
-                                                                    transport::Deadline deadline);
+                                                                    Deadline deadline);
 
 }  // namespace poseidon::trainer

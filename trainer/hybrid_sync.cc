@@ -18,11 +18,6 @@
 namespace poseidon::trainer {
 
 using sfb::Scheme;
-using transport::Deadline;
-using transport::makeStatus;
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 
 namespace {
 
@@ -222,8 +217,8 @@ Status HybridSyncImpl::formGradient(size_t layer, float* out) {
   update.u = std::span<const float* const>(&uu, 1);
   update.v = std::span<const float* const>(&vv, 1);
   update.step.lr = -1.0f;
-  const kernels::KernelStatus status = kernels::sfUpdate(update, kernels::Place::cpu());
-  if (!status.ok()) return makeStatus(StatusCode::kInternal, "forming {}'s gradient: {}", layers_[layer].name, status.error);
+  const Status status = kernels::sfUpdate(update, kernels::Place::cpu());
+  if (!status.isOk()) return makeStatus(StatusCode::kInternal, "forming {}'s gradient: {}", layers_[layer].name, status.message());
   return Status::ok();
 }
 
@@ -235,8 +230,8 @@ Status HybridSyncImpl::applyStep(size_t layer, const float* summed) {
   update.count = params_[layer].size();
   update.gradients = std::span<const float* const>(&summed, 1);
   update.step = step();
-  const kernels::KernelStatus status = kernels::chunkUpdate(update, kernels::Place::cpu());
-  if (!status.ok()) return makeStatus(StatusCode::kInternal, "updating {}: {}", layers_[layer].name, status.error);
+  const Status status = kernels::chunkUpdate(update, kernels::Place::cpu());
+  if (!status.isOk()) return makeStatus(StatusCode::kInternal, "updating {}: {}", layers_[layer].name, status.message());
   return Status::ok();
 }
 
@@ -351,7 +346,7 @@ Status HybridSyncImpl::finish(Deadline deadline) {
 
 }  // namespace
 
-transport::Result<std::vector<Scheme>> schemesInUse(std::span<const sfb::LayerShape> layers,
+Result<std::vector<Scheme>> schemesInUse(std::span<const sfb::LayerShape> layers,
                                                     const HybridOptions& options) {
   auto hybcomm = HybComm::create({layers.begin(), layers.end()}, {options.workers, options.ps_servers, options.batch},
                                  options.hybcomm);
@@ -359,7 +354,7 @@ transport::Result<std::vector<Scheme>> schemesInUse(std::span<const sfb::LayerSh
   return schemesOf(*hybcomm, options.hybcomm);
 }
 
-transport::Result<std::unique_ptr<HybridSync>> HybridSync::start(const HybridContexts& contexts,
+Result<std::unique_ptr<HybridSync>> HybridSync::start(const HybridContexts& contexts,
                                                                  transport::bootstrap::Store& store,
                                                                  std::vector<sfb::LayerShape> layers,
                                                                  const HybridOptions& options, Deadline deadline) {

@@ -71,7 +71,7 @@ struct LayerSyncResult {
 
 // The schemes a job with these layers and options may use in some iteration (PS always): the
 // server processes of a scheme need starting only when it is listed.
-transport::Result<std::vector<sfb::Scheme>> schemesInUse(std::span<const sfb::LayerShape> layers,
+Result<std::vector<sfb::Scheme>> schemesInUse(std::span<const sfb::LayerShape> layers,
                                                          const HybridOptions& options);
 
 class HybridSync {
@@ -79,11 +79,11 @@ class HybridSync {
   // Every worker calls this with the same layers and options. Sets up each scheme whose context
   // is given (the PS always), with its buffers registered once. Fails, naming it, when HybComm
   // may pick a scheme whose context is missing. The contexts and the store must outlive it.
-  static transport::Result<std::unique_ptr<HybridSync>> start(const HybridContexts& contexts,
+  static Result<std::unique_ptr<HybridSync>> start(const HybridContexts& contexts,
                                                               transport::bootstrap::Store& store,
                                                               std::vector<sfb::LayerShape> layers,
                                                               const HybridOptions& options,
-                                                              transport::Deadline deadline);
+                                                              Deadline deadline);
   virtual ~HybridSync() = default;
 
   virtual size_t layerCount() const = 0;
@@ -98,12 +98,12 @@ class HybridSync {
   // Synchronises the layer for the current iteration with HybComm's scheme and applies the
   // optimizer step to params(layer); records the time with HybComm. Every worker calls it for
   // the same layers in the same order within an iteration.
-  virtual transport::Result<LayerSyncResult> syncLayer(size_t layer, transport::Deadline deadline) = 0;
+  virtual Result<LayerSyncResult> syncLayer(size_t layer, Deadline deadline) = 0;
   // Closes the iteration (HybComm's decision points agree across workers through the store;
   // the replica check runs here when it is due).
-  virtual transport::Status endIteration(transport::Deadline deadline) = 0;
+  virtual Status endIteration(Deadline deadline) = 0;
   // Tells the servers this worker is done.
-  virtual transport::Status finish(transport::Deadline deadline) = 0;
+  virtual Status finish(Deadline deadline) = 0;
 
   virtual const HybComm& hybcomm() const = 0;
 };

@@ -8,8 +8,6 @@
 
 namespace poseidon::trainer {
 
-using transport::makeStatus;
-using transport::StatusCode;
 
 Agree storeAgreement(transport::bootstrap::Store& store, std::string scope, int rank, int workers,
                      std::chrono::milliseconds timeout) {
@@ -22,7 +20,7 @@ Agree storeAgreement(transport::bootstrap::Store& store, std::string scope, int 
     if (!mine.empty()) std::memcpy(bytes.data(), mine.data(), bytes.size());
     POSEIDON_RETURN_IF_ERROR(store.set(fmt::format("{}/agree/{}/{}", scope, r, rank), bytes));
     std::vector<double> combined(mine.begin(), mine.end());
-    const auto deadline = transport::Deadline::after(timeout);
+    const auto deadline = Deadline::after(timeout);
     for (int w = 0; w < workers; ++w) {
       if (w == rank) continue;
       auto theirs = store.get(fmt::format("{}/agree/{}/{}", scope, r, w), deadline);

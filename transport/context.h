@@ -4,10 +4,10 @@
 #include <memory>
 #include <string>
 
-#include "transport/deadline.h"
+#include "common/deadline.h"
 #include "transport/memory.h"
 #include "transport/pair.h"
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::transport {
 

@@ -10,7 +10,7 @@
 
 #include "transport/context.h"
 #include "transport/device_memory.h"
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::transport {
 

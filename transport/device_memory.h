@@ -19,7 +19,7 @@
 #include <memory>
 
 #include "transport/socket.h"
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::transport {
 

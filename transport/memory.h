@@ -14,7 +14,7 @@
 #include <span>
 #include <string>
 
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::transport {
 

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "transport/deadline.h"
-#include "transport/status.h"
+#include "common/deadline.h"
+#include "common/status.h"
 
 namespace poseidon::transport {
 

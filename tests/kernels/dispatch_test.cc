@@ -18,31 +18,31 @@ bool sameFloats(const UnalignedBuffer& a, const UnalignedBuffer& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-void expectError(const KernelStatus& status, const std::string& needle) {
-  EXPECT_FALSE(status.ok());
-  EXPECT_NE(status.error.find(needle), std::string::npos) << status.error;
+void expectError(const Status& status, const std::string& needle) {
+  EXPECT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find(needle), std::string::npos) << status.message();
 }
 
 TEST(Dispatch, CpuRunsTheCpuTwins) {
   UpdateCase direct(ElementRule::kAdam, 1001, 3, 1u), dispatched(ElementRule::kAdam, 1001, 3, 1u);
   chunkUpdateCpu(direct.update(0));
-  ASSERT_TRUE(chunkUpdate(dispatched.update(0), Place::cpu()).ok());
+  ASSERT_TRUE(chunkUpdate(dispatched.update(0), Place::cpu()).isOk());
   EXPECT_TRUE(sameFloats(direct.params, dispatched.params));
   EXPECT_TRUE(sameFloats(direct.state1, dispatched.state1));
 
   const SfShape shape{20, 30, 4, 2};
   SfCase sf_direct(ElementRule::kSgdMomentum, shape, 2u), sf_dispatched(ElementRule::kSgdMomentum, shape, 2u);
   sfUpdateCpu(sf_direct.update(0));
-  ASSERT_TRUE(sfUpdate(sf_dispatched.update(0), Place::cpu()).ok());
+  ASSERT_TRUE(sfUpdate(sf_dispatched.update(0), Place::cpu()).isOk());
   EXPECT_TRUE(sameFloats(sf_direct.weights.params, sf_dispatched.weights.params));
   EXPECT_TRUE(sameFloats(sf_direct.weights.state0, sf_dispatched.weights.state0));
 
   PackCase pack_direct(groupSizes(), PackedType::kBf16, 3u), pack_dispatched(groupSizes(), PackedType::kBf16, 3u);
   packCpu(pack_direct.job(0.5f));
-  ASSERT_TRUE(pack(pack_dispatched.job(0.5f), Place::cpu()).ok());
+  ASSERT_TRUE(pack(pack_dispatched.job(0.5f), Place::cpu()).isOk());
   EXPECT_EQ(pack_direct.storage, pack_dispatched.storage);
   unpackCpu(pack_direct.job(2.0f));
-  ASSERT_TRUE(unpack(pack_dispatched.job(2.0f), Place::cpu()).ok());
+  ASSERT_TRUE(unpack(pack_dispatched.job(2.0f), Place::cpu()).isOk());
   for (size_t k = 0; k < pack_direct.tensors.size(); ++k) {
     EXPECT_TRUE(sameFloats(pack_direct.tensors[k], pack_dispatched.tensors[k])) << "tensor " << k;
   }

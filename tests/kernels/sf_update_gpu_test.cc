@@ -46,8 +46,8 @@ TEST_P(SfUpdateGpu, MatchesTheCpuTwinBitForBit) {
     on_device.state1 = state1.floats();
     on_device.u = u;
     on_device.v = v;
-    const KernelStatus status = sfUpdate(on_device, Place::cuda(nullptr));
-    ASSERT_TRUE(status.ok()) << status.error;
+    const Status status = sfUpdate(on_device, Place::cuda(nullptr));
+    ASSERT_TRUE(status.isOk()) << status.message();
     ASSERT_CUDA(cudaDeviceSynchronize());
     sfUpdateCpu(c.update(t));
     const size_t bytes = c.weights.count * sizeof(float);
@@ -74,8 +74,8 @@ TEST(SfUpdateGpuArguments, RejectedBeforeTheDevice) {
   u.u = many;
   u.v = many;
   EXPECT_EQ(sfUpdateCuda(u, nullptr), cudaErrorInvalidValue);
-  const KernelStatus status = sfUpdate(u, Place::cuda(nullptr));
-  EXPECT_NE(status.error.find("129 peers' factors exceed the CUDA kernel's 128"), std::string::npos) << status.error;
+  const Status status = sfUpdate(u, Place::cuda(nullptr));
+  EXPECT_NE(status.message().find("129 peers' factors exceed the CUDA kernel's 128"), std::string::npos) << status.message();
   u = c.update(0);
   u.rows = 0;
   EXPECT_EQ(sfUpdateCuda(u, nullptr), cudaSuccess);  // nothing to do, nothing launched

@@ -21,7 +21,7 @@ struct Case {
 
 ps::OptimizerConfig parse(const char* spec) {
   auto config = ps::parseOptimizer(spec);
-  if (!config) throw transport::StatusError(config.status());
+  if (!config) throw StatusError(config.status());
   return *config;
 }
 
@@ -45,7 +45,7 @@ TEST_P(BspTest, MatchesSingleProcessBitForBit) {
   spec.servers = c.servers;
   spec.server.optimizer = parse(c.optimizer);
   spec.train = [&](ps::Client& client, int worker) {
-    return trainWorker(client, {worker, kClocks, 17, true}, transport::Deadline::after(std::chrono::seconds(60)));
+    return trainWorker(client, {worker, kClocks, 17, true}, Deadline::after(std::chrono::seconds(60)));
   };
   const ClusterRun run = runCluster(spec);
   for (int w = 0; w < kWorkers; ++w) ASSERT_TRUE(run.worker_status[w].isOk()) << run.worker_status[w].toString();

@@ -48,7 +48,6 @@ namespace poseidon::ps {
 namespace {
 
 using poseidon::testing::TempDir;
-using transport::StatusCode;
 using transport::wire::crc32c;
 using transport::wire::loadLe32;
 using transport::wire::loadLe64;
@@ -133,7 +132,7 @@ void writeFile(const std::string& path, const Bytes& bytes) {
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
-bool contains(const transport::Status& status, const std::string& text) {
+bool contains(const Status& status, const std::string& text) {
   return status.message().find(text) != std::string::npos;
 }
 
@@ -172,7 +171,7 @@ class Checkpoint : public ::testing::Test {
     return checkpointPath(dir.path(), id.server, 40);
   }
 
-  transport::Status load(const CheckpointIdentity& as, uint64_t clock = 40) {
+  Status load(const CheckpointIdentity& as, uint64_t clock = 40) {
     Model loaded(as);
     return loadCheckpoint(dir.path(), as, clock, loaded.data);
   }

@@ -15,7 +15,6 @@
 namespace poseidon::testing {
 namespace {
 
-using transport::Deadline;
 
 ps::OptimizerConfig parse(const char* spec) { return *ps::parseOptimizer(spec); }
 
@@ -56,7 +55,7 @@ TEST(PsFeatures, CheckpointOnRequestThenResumeUnderAnotherOptimizerIsRefused) {
   spec.servers = 1;
   spec.server.optimizer = parse("adam:lr=0.01");
   spec.server.checkpoint_dir = dir.path() + "/checkpoints";
-  spec.train = [&](ps::Client& client, int worker) -> transport::Status {
+  spec.train = [&](ps::Client& client, int worker) -> Status {
     if (worker == 0) POSEIDON_RETURN_IF_ERROR(client.requestCheckpoint(7));
     return trainWorker(client, {worker, 12, 5, true}, Deadline::after(spec.deadline));
   };
@@ -81,7 +80,7 @@ TEST(PsFeatures, PullsCalledBeforeANeighbourPushedStillGetTheNextVersion) {
   spec.workers = 2;
   spec.servers = 2;
   spec.server.optimizer = parse("sgd:lr=0.05,momentum=0.9");
-  spec.train = [&](ps::Client& client, int worker) -> transport::Status {
+  spec.train = [&](ps::Client& client, int worker) -> Status {
     const Deadline deadline = Deadline::after(std::chrono::seconds(30));
     std::span<float> params = client.allParameters();
     std::span<float> grads(client.gradients(0).data(), params.size());
@@ -90,7 +89,7 @@ TEST(PsFeatures, PullsCalledBeforeANeighbourPushedStillGetTheNextVersion) {
     // A version beyond the layer's own pushes could never arrive: refused at once, by name.
     const auto impossible = client.pull(0, 5);
     if (!impossible->test() || impossible->status().message().find("version 5 needs pushes") == std::string::npos) {
-      return transport::makeStatus(transport::StatusCode::kInternal, "pull(0, 5) at clock 0 gave: {}",
+      return makeStatus(StatusCode::kInternal, "pull(0, 5) at clock 0 gave: {}",
                                    impossible->status().toString());
     }
     std::vector<transport::RequestPtr> requests;
@@ -126,8 +125,8 @@ TEST(PsFeatures, APullThatTimesOutNamesTheWorkerItWaitsFor) {
   ClusterSpec spec;
   spec.workers = 2;
   spec.servers = 1;
-  transport::Status timed_out;
-  spec.train = [&](ps::Client& client, int worker) -> transport::Status {
+  Status timed_out;
+  spec.train = [&](ps::Client& client, int worker) -> Status {
     const Deadline deadline = Deadline::after(std::chrono::seconds(30));
     POSEIDON_RETURN_IF_ERROR(trainWorker(client, {worker, 2, 9, false}, deadline));
     if (worker == 1) {
@@ -146,16 +145,16 @@ TEST(PsFeatures, APullThatTimesOutNamesTheWorkerItWaitsFor) {
   };
   const ClusterRun run = runCluster(spec);
   for (int w = 0; w < spec.workers; ++w) ASSERT_TRUE(run.worker_status[w].isOk()) << run.worker_status[w].toString();
-  EXPECT_EQ(timed_out.code(), transport::StatusCode::kTimeout) << timed_out.toString();
+  EXPECT_EQ(timed_out.code(), StatusCode::kTimeout) << timed_out.toString();
   EXPECT_NE(timed_out.message().find("waits for worker 1"), std::string::npos) << timed_out.toString();
 }
 
 // Pulls every layer, then waits: a chunk shared by two layers travels once both asked.
-transport::Status pullAll(ps::Client& client, Deadline deadline) {
+Status pullAll(ps::Client& client, Deadline deadline) {
   std::vector<transport::RequestPtr> pulls;
   for (size_t l = 0; l < client.layerCount(); ++l) pulls.push_back(client.pull(l));
   for (const auto& pull : pulls) POSEIDON_RETURN_IF_ERROR(client.wait(pull, deadline));
-  return transport::Status::ok();
+  return Status::ok();
 }
 
 // "sum": the servers hand back each clock's rank-order sum of the workers' gradients, bit for bit
@@ -173,7 +172,7 @@ TEST(PsFeatures, SumServersReturnTheRankOrderSumOfEachClocksGradients) {
     return static_cast<float>((static_cast<double>(i % 97) + 0.1) * (1.0 + worker * 1e-3 + clock * 0.37) *
                               (worker % 2 ? -1e-4 : 1.0));
   };
-  spec.train = [&](ps::Client& client, int worker) -> transport::Status {
+  spec.train = [&](ps::Client& client, int worker) -> Status {
     const Deadline deadline = Deadline::after(std::chrono::seconds(30));
     const auto model = syntheticModel();
     // The protocol's first steps even with nothing to hold: worker 0 initialises, all wait for it.

@@ -15,7 +15,6 @@
 namespace poseidon::ps {
 namespace {
 
-using transport::StatusCode;
 
 TEST(OptimizerSchedule, ConstantAndStep) {
   LrSchedule s;

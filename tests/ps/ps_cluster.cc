@@ -7,8 +7,6 @@
 
 namespace poseidon::testing {
 
-using transport::Deadline;
-using transport::Status;
 
 ClusterRun runCluster(const ClusterSpec& spec) {
   const int size = spec.workers + spec.servers;

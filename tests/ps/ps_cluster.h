@@ -13,8 +13,8 @@
 namespace poseidon::testing {
 
 struct ClusterRun {
-  std::vector<transport::Status> worker_status;
-  std::vector<transport::Status> server_status;
+  std::vector<Status> worker_status;
+  std::vector<Status> server_status;
   std::vector<std::vector<float>> worker_params;  // each worker's parameters at the end
   std::vector<std::vector<float>> server_params;  // each server's shard at the end
 };
@@ -28,7 +28,7 @@ struct ClusterSpec {
   std::string store_dir;  // empty: a fresh temporary directory
   std::chrono::seconds deadline{60};
   // Runs worker p's training with its client; defaults to trainWorker.
-  std::function<transport::Status(ps::Client&, int worker)> train;
+  std::function<Status(ps::Client&, int worker)> train;
 };
 
 ClusterRun runCluster(const ClusterSpec& spec);

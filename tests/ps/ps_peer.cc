@@ -22,8 +22,6 @@
 #include "transport/socket.h"
 
 using namespace poseidon;
-using transport::Deadline;
-using transport::Status;
 
 namespace {
 
@@ -79,7 +77,7 @@ Status runWorker(ps::Client& client, int worker, const PeerOptions& options, Dea
   if (!options.output.empty()) {
     std::ofstream out(options.output, std::ios::binary);
     out.write(reinterpret_cast<const char*>(params.data()), static_cast<std::streamsize>(params.size_bytes()));
-    if (!out) return transport::errnoStatus(transport::StatusCode::kIoError, "write " + options.output);
+    if (!out) return errnoStatus(StatusCode::kIoError, "write " + options.output);
   }
   return client.finish(deadline);
 }

@@ -17,7 +17,6 @@
 namespace poseidon::testing {
 namespace {
 
-using transport::Deadline;
 
 struct Scenario {
   const char* name;
@@ -43,7 +42,7 @@ TEST_P(ServerProtocolTest, RogueWorkerIsCutOffAndNamed) {
   const ps::PsJob job{2, 1, "ps"};
   const Deadline deadline = Deadline::after(std::chrono::seconds(30));
 
-  transport::Status server_status, worker_status;
+  Status server_status, worker_status;
   std::thread server_thread([&] {
     ps::ServerOptions options;
     auto server = ps::Server::start((*mesh)[2], **store, model, *layout, job, options, deadline);
@@ -59,7 +58,7 @@ TEST_P(ServerProtocolTest, RogueWorkerIsCutOffAndNamed) {
   // Registered for the whole test: the server may still write into it after the rogue is done.
   auto region = (*mesh)[1].registerMemory(buffer.data(), buffer.size() * sizeof(float));
   ASSERT_TRUE(region) << region.status().toString();
-  const transport::Status rogue = [&]() -> transport::Status {
+  const Status rogue = [&]() -> Status {
     POSEIDON_RETURN_IF_ERROR(ps::publishWorkerRegion(**store, job, 1, **region));
     auto servers = ps::fetchServerRegions(**store, job, deadline);
     if (!servers) return servers.status();
@@ -76,7 +75,7 @@ TEST_P(ServerProtocolTest, RogueWorkerIsCutOffAndNamed) {
     for (uint32_t value : scenario.immediates) {
       POSEIDON_RETURN_IF_ERROR(pair.write(**region, 0, (*servers)[0].slots, 0, 4, value)->wait(deadline));
     }
-    return transport::Status::ok();
+    return Status::ok();
   }();
   worker_thread.join();
   server_thread.join();

@@ -8,7 +8,6 @@
 
 namespace poseidon::testing {
 
-using transport::Status;
 
 std::vector<ps::TensorSpec> syntheticModel() {
   return {{"conv1.w", 1733}, {"conv1.b", 7},  {"conv2.w", 2999}, {"conv2.b", 13},
@@ -32,7 +31,7 @@ void syntheticGradient(int worker, uint64_t clock, std::span<const float> params
   }
 }
 
-Status trainWorker(ps::Client& client, const WorkerRun& run, transport::Deadline deadline) {
+Status trainWorker(ps::Client& client, const WorkerRun& run, Deadline deadline) {
   std::mt19937 random(run.shuffle_seed * 7919u + static_cast<uint32_t>(run.worker));
   std::vector<size_t> order(client.layerCount());
   for (size_t l = 0; l < order.size(); ++l) order[l] = l;

@@ -31,7 +31,7 @@ struct WorkerRun {
 };
 // Trains with `client` (already started) from its start clock up to run.clocks; pulls the final
 // parameters. Returns the first failure.
-transport::Status trainWorker(ps::Client& client, const WorkerRun& run, transport::Deadline deadline);
+Status trainWorker(ps::Client& client, const WorkerRun& run, Deadline deadline);
 
 // The reference: `workers` gradients per clock summed in rank order, one optimizer step over the
 // whole model with grad_scale 1/workers when averaging.

@@ -23,9 +23,6 @@ namespace poseidon::sfb {
 namespace {
 
 using namespace std::chrono_literals;
-using transport::Deadline;
-using transport::Status;
-using transport::StatusCode;
 
 // A connected mesh of in-process TCP contexts and a store of its own for the Adam job.
 struct Cluster {
@@ -33,7 +30,7 @@ struct Cluster {
   std::unique_ptr<transport::bootstrap::FileStore> store;
 };
 
-transport::Result<Cluster> makeCluster(int ranks, const std::string& name) {
+Result<Cluster> makeCluster(int ranks, const std::string& name) {
   auto mesh = testing::makeMesh(ranks, transport::DeviceOptions{}, name);
   if (!mesh) return mesh.status();
   auto store = transport::bootstrap::FileStore::open(mesh->dir->path() + "/adam-store");
@@ -395,7 +392,7 @@ struct RogueMemory {
   std::vector<std::vector<uint8_t>> buffers;
   std::vector<std::unique_ptr<transport::MemoryRegion>> regions;
 
-  transport::Result<transport::MemoryRegion*> add(transport::Context& context, size_t bytes) {
+  Result<transport::MemoryRegion*> add(transport::Context& context, size_t bytes) {
     buffers.emplace_back(std::max<size_t>(bytes, 1));
     auto region = context.registerMemory(buffers.back().data(), buffers.back().size());
     if (!region) return region.status();

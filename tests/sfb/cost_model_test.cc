@@ -204,7 +204,7 @@ TEST(CostModel, BadInputIsNamed) {
             "FC layer 'huge' of 1073741824 x 1073741824 exceeds 2^53 weights");
   EXPECT_EQ(message(psNodeTraffic(LayerShape::other("bn", 0), kFourNodes)),
             "layer 'bn' has 0 parameters, expected 1..2^53");
-  EXPECT_EQ(psNodeTraffic(kAlexNetFc7, {0, 4, 256}).status().code(), transport::StatusCode::kInvalidArgument);
+  EXPECT_EQ(psNodeTraffic(kAlexNetFc7, {0, 4, 256}).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(CostModel, TimeIsMessagesTimesLatencyPlusBytesOverRate) {

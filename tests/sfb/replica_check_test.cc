@@ -16,9 +16,6 @@
 namespace poseidon::sfb {
 namespace {
 
-using transport::Deadline;
-using transport::Status;
-using transport::StatusCode;
 
 bool contains(const Status& status, const std::string& text) {
   return status.message().find(text) != std::string::npos;
@@ -96,11 +93,11 @@ TEST_F(ReplicaCheckTest, AReplicaOfAnotherLengthIsNamed) {
 
 TEST_F(ReplicaCheckTest, ARankThatNeverPublishesTimesOutNamingIt) {
   const std::vector<float> params = replica(10);
-  const auto begin = transport::Clock::now();
+  const auto begin = Clock::now();
   const Status st = checkReplicas(*store_, "job/fc6", 0, 2, 3, params, Deadline::after(std::chrono::milliseconds(200)));
   EXPECT_EQ(st.code(), StatusCode::kTimeout) << st.toString();
   EXPECT_TRUE(contains(st, "hash of rank 1")) << st.toString();
-  EXPECT_LT(transport::Clock::now() - begin, std::chrono::seconds(3));
+  EXPECT_LT(Clock::now() - begin, std::chrono::seconds(3));
 }
 
 TEST_F(ReplicaCheckTest, MalformedValuesAndBadRanksAreRefused) {

@@ -20,9 +20,6 @@
 namespace poseidon::sfb {
 namespace {
 
-using transport::Deadline;
-using transport::Status;
-using transport::StatusCode;
 using namespace std::chrono_literals;
 
 constexpr auto kCallTimeout = 60s;
@@ -36,7 +33,7 @@ void onEveryRank(int ranks, const std::function<void(int)>& f) {
 
 std::unique_ptr<transport::bootstrap::FileStore> openStore(testing::Mesh& mesh) {
   auto store = transport::bootstrap::FileStore::open(mesh.dir->path());
-  if (!store) throw transport::StatusError(store.status());
+  if (!store) throw StatusError(store.status());
   return std::move(*store);
 }
 
@@ -48,7 +45,7 @@ struct Ring {
 
 Ring startRing(int size, const std::vector<RingLayer>& layers, const RingOptions& options) {
   auto mesh = testing::makeMesh(size, transport::DeviceOptions{}, "ring");
-  if (!mesh) throw transport::StatusError(mesh.status());
+  if (!mesh) throw StatusError(mesh.status());
   Ring ring{std::move(*mesh), {}};
   ring.ranks.resize(static_cast<size_t>(size));
   std::vector<Status> statuses(static_cast<size_t>(size));
@@ -62,7 +59,7 @@ Ring startRing(int size, const std::vector<RingLayer>& layers, const RingOptions
     ring.ranks[static_cast<size_t>(rank)] = std::move(*started);
   });
   for (const Status& status : statuses) {
-    if (!status.isOk()) throw transport::StatusError(status);
+    if (!status.isOk()) throw StatusError(status);
   }
   return ring;
 }

@@ -35,9 +35,6 @@ namespace poseidon::sfb {
 namespace {
 
 using kernels::ElementRule;
-using transport::Deadline;
-using transport::Status;
-using transport::StatusCode;
 
 constexpr auto kLong = std::chrono::seconds(60);
 
@@ -72,10 +69,10 @@ struct LayerData {
 struct TestMesh {
   explicit TestMesh(int workers) {
     auto made = testing::makeMesh(workers, transport::DeviceOptions{}, "sfb");
-    if (!made) throw transport::StatusError(made.status());
+    if (!made) throw StatusError(made.status());
     mesh = std::move(*made);
     auto opened = transport::bootstrap::FileStore::open(mesh.dir->path() + "/sfb-store");
-    if (!opened) throw transport::StatusError(opened.status());
+    if (!opened) throw StatusError(opened.status());
     store = std::move(*opened);
   }
   testing::Mesh mesh;
@@ -247,9 +244,9 @@ TEST(SfBroadcastFailures, PeerThatNeverBroadcastsTimesOutNamingItAndTheLayerThen
     if (w != 2) {  // rank 2 stays silent until the others have timed out
       fillFactors(w, 0, 0, (*sfb)->u(0), (*sfb)->v(0));
       expectOk((*sfb)->broadcast(0), "broadcast");
-      const auto begin = transport::Clock::now();
+      const auto begin = Clock::now();
       const Status late = layer.update(**sfb, 0, Deadline::after(kShort));
-      const auto took = transport::Clock::now() - begin;
+      const auto took = Clock::now() - begin;
       EXPECT_EQ(late.code(), StatusCode::kTimeout) << late.toString();
       EXPECT_TRUE(contains(late, "rank 2")) << late.toString();
       EXPECT_FALSE(contains(late, "rank " + std::to_string(1 - w))) << "only the silent peer is missing: "
@@ -301,12 +298,12 @@ TEST(SfBroadcastFailures, BrokenPeerFailsTheUpdatePromptlyNamingIt) {
       // Whether the write to rank 2 already fails here depends on when the close is noticed.
       const Status sent = sfb.broadcast(0);
       EXPECT_TRUE(sent.isOk() || contains(sent, "rank 2")) << sent.toString();
-      const auto begin = transport::Clock::now();
+      const auto begin = Clock::now();
       const Status st = layer.update(sfb, 0, deadline);
       EXPECT_EQ(st.code(), StatusCode::kConnectionError) << st.toString();
       EXPECT_TRUE(contains(st, "rank 2")) << st.toString();
       EXPECT_TRUE(contains(st, "'fc_a'")) << st.toString();
-      EXPECT_LT(transport::Clock::now() - begin, std::chrono::seconds(5));
+      EXPECT_LT(Clock::now() - begin, std::chrono::seconds(5));
     });
   }
   for (auto& t : threads) t.join();

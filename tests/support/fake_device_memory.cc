@@ -9,9 +9,6 @@
 
 namespace poseidon::testing {
 
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 
 FakeDeviceMemory::~FakeDeviceMemory() {
   for (const auto& [start, length] : allocations_) ::munmap(reinterpret_cast<void*>(start), length);
@@ -55,7 +52,7 @@ void FakeDeviceMemory::failCopies(std::optional<std::string> cause) {
 std::optional<Status> FakeDeviceMemory::injectedFailure(const void* device, size_t length) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!failure_) return std::nullopt;
-  return transport::makeStatus(StatusCode::kIoError, "fake copy of {} bytes at {} failed: {}", length, device,
+  return makeStatus(StatusCode::kIoError, "fake copy of {} bytes at {} failed: {}", length, device,
                                *failure_);
 }
 
@@ -67,7 +64,7 @@ Result<bool> FakeDeviceMemory::isDeviceMemory(const void* data, size_t length) {
   --it;
   if (address >= it->first + it->second) return false;
   if (length > it->first + it->second - address) {
-    return transport::makeStatus(StatusCode::kInvalidArgument, "{} bytes at {} run past the fake device allocation",
+    return makeStatus(StatusCode::kInvalidArgument, "{} bytes at {} run past the fake device allocation",
                                  length, data);
   }
   return true;
@@ -75,7 +72,7 @@ Result<bool> FakeDeviceMemory::isDeviceMemory(const void* data, size_t length) {
 
 Result<void*> FakeDeviceMemory::allocatePinnedHost(size_t length) {
   void* p = std::aligned_alloc(4096, (length + 4095) / 4096 * 4096);
-  if (p == nullptr) return transport::makeStatus(StatusCode::kIoError, "fake pinned allocation of {} bytes", length);
+  if (p == nullptr) return makeStatus(StatusCode::kIoError, "fake pinned allocation of {} bytes", length);
   return p;
 }
 
@@ -99,10 +96,10 @@ Result<transport::DmabufRange> FakeDeviceMemory::exportDmabuf(const void* data, 
   ++dmabuf_exports_;
   if (offer_dmabuf_) {
     transport::Fd fd(::memfd_create("fake-dmabuf", MFD_CLOEXEC));
-    if (!fd.valid()) return transport::errnoStatus(StatusCode::kIoError, "memfd_create for a fake dma-buf");
+    if (!fd.valid()) return errnoStatus(StatusCode::kIoError, "memfd_create for a fake dma-buf");
     return transport::DmabufRange{std::move(fd), 0};
   }
-  return transport::makeStatus(StatusCode::kUnavailable, "the fake device memory at {} ({} bytes) has no dma-buf",
+  return makeStatus(StatusCode::kUnavailable, "the fake device memory at {} ({} bytes) has no dma-buf",
                                data, length);
 }
 

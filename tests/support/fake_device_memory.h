@@ -41,17 +41,17 @@ class FakeDeviceMemory final : public transport::DeviceMemory, public DeviceBuff
 
   // transport::DeviceMemory
   const char* name() const override { return "fake"; }
-  transport::Result<bool> isDeviceMemory(const void* data, size_t length) override;
-  transport::Result<void*> allocatePinnedHost(size_t length) override;
+  Result<bool> isDeviceMemory(const void* data, size_t length) override;
+  Result<void*> allocatePinnedHost(size_t length) override;
   void freePinnedHost(void* host) override;
-  transport::Status copyToHost(void* host, const void* device, size_t length) override;
-  transport::Status copyToDevice(void* device, const void* host, size_t length) override;
-  transport::Result<transport::DmabufRange> exportDmabuf(const void* data, size_t length) override;
+  Status copyToHost(void* host, const void* device, size_t length) override;
+  Status copyToDevice(void* device, const void* host, size_t length) override;
+  Result<transport::DmabufRange> exportDmabuf(const void* data, size_t length) override;
 
  private:
   // memcpy with the device allocation holding `device` readable and writable meanwhile.
   void copyUnprotected(void* to, const void* from, size_t length, const void* device);
-  std::optional<transport::Status> injectedFailure(const void* device, size_t length);
+  std::optional<Status> injectedFailure(const void* device, size_t length);
 
   std::mutex mutex_;
   std::map<uintptr_t, size_t> allocations_;  // start -> mapped length

@@ -31,8 +31,8 @@ struct Mesh {
 // Connects `size` ranks. `options_for(rank)` may vary options per rank (a wrong secret, say);
 // the statuses of each rank's connect() are returned in `statuses` when given, else any failure
 // is returned.
-transport::Result<Mesh> makeMesh(int size, const transport::DeviceOptions& options, const std::string& name = "mesh");
-std::vector<transport::Status> connectMesh(Mesh& mesh, const std::vector<transport::DeviceOptions>& per_rank,
+Result<Mesh> makeMesh(int size, const transport::DeviceOptions& options, const std::string& name = "mesh");
+std::vector<Status> connectMesh(Mesh& mesh, const std::vector<transport::DeviceOptions>& per_rank,
                                            const std::string& name, std::chrono::milliseconds timeout);
 
 // A registered buffer with its memory.

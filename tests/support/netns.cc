@@ -6,9 +6,6 @@
 
 namespace poseidon::testing {
 
-using transport::makeStatus;
-using transport::Status;
-using transport::StatusCode;
 
 namespace {
 Status ip(const std::vector<std::string>& args) {
@@ -31,7 +28,7 @@ std::optional<std::string> netnsUnavailableReason() {
   return std::nullopt;
 }
 
-transport::Result<std::unique_ptr<NetnsPair>> NetnsPair::create(const std::string& prefix,
+Result<std::unique_ptr<NetnsPair>> NetnsPair::create(const std::string& prefix,
                                                                 const std::string& subnet) {
   std::unique_ptr<NetnsPair> pair(new NetnsPair());
   const std::string base = prefix + std::to_string(::getpid());

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::testing {
 
@@ -16,7 +16,7 @@ std::optional<std::string> netnsUnavailableReason();
 class NetnsPair {
  public:
   // Namespaces "<prefix><pid>a" and "...b" with addresses <subnet>.1/24 and <subnet>.2/24.
-  static transport::Result<std::unique_ptr<NetnsPair>> create(const std::string& prefix, const std::string& subnet);
+  static Result<std::unique_ptr<NetnsPair>> create(const std::string& prefix, const std::string& subnet);
   ~NetnsPair();
   NetnsPair(const NetnsPair&) = delete;
   NetnsPair& operator=(const NetnsPair&) = delete;
@@ -26,7 +26,7 @@ class NetnsPair {
   const std::string& addrA() const { return addr_a_; }
   const std::string& addrB() const { return addr_b_; }
   // Rate-limits both directions with a tbf qdisc, e.g. "1gbit".
-  transport::Status limitRate(const std::string& rate);
+  Status limitRate(const std::string& rate);
 
  private:
   NetnsPair() = default;

@@ -11,8 +11,6 @@
 
 namespace poseidon::testing {
 
-using transport::Deadline;
-using transport::Status;
 
 bool HybridRun::ok() const {
   for (const Status& s : worker_status) if (!s.isOk()) return false;

@@ -23,8 +23,8 @@ struct HybridSpec {
 };
 
 struct HybridRun {
-  std::vector<transport::Status> worker_status;
-  std::vector<transport::Status> server_status;
+  std::vector<Status> worker_status;
+  std::vector<Status> server_status;
   // Each worker's parameters at the end, per layer.
   std::vector<std::vector<std::vector<float>>> params;
   // Each worker's scheme per iteration per layer, and worker 0's HybComm choices.

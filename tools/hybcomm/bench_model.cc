@@ -9,7 +9,7 @@ using sfb::Scheme;
 namespace {
 
 // The traffic of worker P1-1's node: a worker alone there unless every worker hosts a server.
-transport::Result<sfb::NodeTraffic> lastWorkerTraffic(Scheme scheme, const sfb::LayerShape& layer,
+Result<sfb::NodeTraffic> lastWorkerTraffic(Scheme scheme, const sfb::LayerShape& layer,
                                                       const sfb::ClusterShape& cluster) {
   switch (scheme) {
     case Scheme::kPs:

@@ -7,10 +7,6 @@
 
 namespace poseidon::tools {
 
-using transport::makeStatus;
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 
 namespace {
 

@@ -31,7 +31,7 @@ struct HybridProcess {
   std::shared_ptr<transport::Context> adam;
 
   int rank() const { return base.launch.rank; }
-  transport::Deadline deadline() const { return base.deadline(); }
+  Deadline deadline() const { return base.deadline(); }
   trainer::HybridContexts contexts() const { return {base.context.get(), sfb.get(), ring.get(), adam.get()}; }
   // "worker 1 (rank 1 of 7)" / "PS server 0 (rank 4 of 7)" / "Adam server 0 (rank 6 of 7)"
   std::string describe() const;
@@ -39,9 +39,9 @@ struct HybridProcess {
 
 // Resolves the launch (as tools/ps does), checks the job's size and the role against the rank,
 // opens the store, creates the device and connects this role's contexts.
-transport::Result<std::unique_ptr<HybridProcess>> joinHybridJob(const HybBenchCommandLine& c);
+Result<std::unique_ptr<HybridProcess>> joinHybridJob(const HybBenchCommandLine& c);
 
 // leave() when `status` is OK; 0, or 1 after printing the failure, naming the process, on stderr.
-int endHybridJob(HybridProcess& process, transport::Status status, const char* program);
+int endHybridJob(HybridProcess& process, Status status, const char* program);
 
 }  // namespace poseidon::tools

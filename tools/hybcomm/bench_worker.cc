@@ -16,15 +16,14 @@
 namespace poseidon::tools {
 
 using sfb::Scheme;
-using transport::Status;
 
 namespace {
 
 constexpr std::array<Scheme, 4> kSchemes = {Scheme::kPs, Scheme::kSfb, Scheme::kAdam, Scheme::kRing};
 constexpr double kUnused = -1.0;  // "not used" in an agreed vector (max keeps every real figure)
 
-double secondsSince(transport::Clock::time_point start) {
-  return std::chrono::duration<double>(transport::Clock::now() - start).count();
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 // Values in [-1, 1) from a 64-bit LCG seeded by (worker, iteration, layer): the same on every
@@ -52,11 +51,11 @@ Status runEvent(const std::string& command, uint64_t iteration) {
   std::fflush(stdout);
   const int status = std::system(command.c_str());
   if (status == -1) {
-    return transport::makeStatus(transport::StatusCode::kInternal, "--event-command '{}': cannot start a shell: {}",
+    return makeStatus(StatusCode::kInternal, "--event-command '{}': cannot start a shell: {}",
                                  command, std::strerror(errno));
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return transport::makeStatus(transport::StatusCode::kInternal,
+    return makeStatus(StatusCode::kInternal,
                                  "--event-command '{}' before iteration {}: expected exit 0, got {}", command,
                                  iteration,
                                  WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status)) : "a signal");
@@ -129,7 +128,7 @@ Status runBenchWorker(const HybBenchCommandLine& c, HybridProcess& p, HybBenchRe
     it.warmup = t < c.warmup;
     it.trial = sync.hybcomm().inTrial();
     it.schemes.resize(layers);
-    const auto start = transport::Clock::now();
+    const auto start = Clock::now();
     for (size_t l = layers; l-- > 0;) {
       auto result = sync.syncLayer(l, p.deadline());
       if (!result) return result.status();

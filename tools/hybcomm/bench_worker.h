@@ -16,6 +16,6 @@ namespace poseidon::tools {
 HybBenchReport describeBench(const HybBenchCommandLine& c, const HybridProcess& p);
 
 // Runs the iterations and fills report.iterations, .layers and .choices; ends with finish().
-transport::Status runBenchWorker(const HybBenchCommandLine& c, HybridProcess& p, HybBenchReport& report);
+Status runBenchWorker(const HybBenchCommandLine& c, HybridProcess& p, HybBenchReport& report);
 
 }  // namespace poseidon::tools

@@ -9,9 +9,6 @@
 
 namespace poseidon::tools {
 
-using transport::makeStatus;
-using transport::Result;
-using transport::StatusCode;
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "sfb/layer_shape.h"
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::tools {
 
@@ -26,7 +26,7 @@ inline constexpr const char* kDefaultLayerSpec = "fc:fc6=1024x6272,fc7=1024x1024
 
 // Errors name the spec and the part that does not parse ("layers 'fc:a=3y4': 'a=3y4' is not
 // <name>=<M>x<N>").
-transport::Result<std::vector<sfb::LayerShape>> parseLayerSpec(std::string_view spec);
+Result<std::vector<sfb::LayerShape>> parseLayerSpec(std::string_view spec);
 
 // "fc6 1024x6272": how reports name a layer's shape.
 std::string describeLayer(const sfb::LayerShape& layer);

@@ -20,8 +20,6 @@
 namespace poseidon::tools {
 namespace {
 
-using transport::Deadline;
-using transport::Status;
 
 constexpr const char* kProgram = "poseidon-hybcomm-bench";
 
@@ -33,7 +31,7 @@ Status writeJson(const std::string& path, const nlohmann::json& json) {
   std::ofstream out(path, std::ios::trunc);
   out << json.dump(2) << '\n';
   out.close();
-  if (!out) return transport::makeStatus(transport::StatusCode::kIoError, "cannot write the JSON report to '{}'", path);
+  if (!out) return makeStatus(StatusCode::kIoError, "cannot write the JSON report to '{}'", path);
   return Status::ok();
 }
 

@@ -9,9 +9,6 @@ namespace poseidon::perf {
 namespace {
 
 using transport::RequestPtr;
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 
 constexpr uint64_t kAckGranularityBytes = uint64_t{4} << 20;
 // Iteration mode keeps the post time of this many messages (16 MiB) for the peak.
@@ -90,7 +87,7 @@ Result<bool> BandwidthClient::reapAck(Pass& pass, bool wait) {
   const uint64_t count = decodeCount(session_.acks->data() + slot * kAckBytes);
   ack.reset();
   if (count < pass.last.count || count > pass.posted) {
-    return transport::makeStatus(StatusCode::kProtocolError,
+    return makeStatus(StatusCode::kProtocolError,
                                  "the server confirmed {} messages after {}, with {} sent", count, pass.last.count,
                                  pass.posted);
   }
@@ -167,7 +164,7 @@ Result<BwRow> BandwidthClient::run(uint64_t size) {
     if (!taken) return taken.status();
   }
   if (pass.last.count != pass.posted) {
-    return transport::makeStatus(StatusCode::kProtocolError, "the server confirmed {} of {} messages of {} bytes",
+    return makeStatus(StatusCode::kProtocolError, "the server confirmed {} of {} messages of {} bytes",
                                  pass.last.count, pass.posted, size);
   }
 
@@ -177,7 +174,7 @@ Result<BwRow> BandwidthClient::run(uint64_t size) {
     return makeBwRow(size, pass.posted, seconds, peak, p.report_gbits);
   }
   if (!pass.any_in || pass.last_in.count <= pass.first_in.count) {
-    return transport::makeStatus(StatusCode::kInvalidArgument,
+    return makeStatus(StatusCode::kInvalidArgument,
                                  "fewer than two delivery acks arrived between {} s and {} s ({} messages of {} bytes "
                                  "in all): give a longer -D/--duration or a smaller -s/--size",
                                  p.margin_s, p.duration_s - p.margin_s, pass.posted, size);
@@ -247,14 +244,14 @@ Status BandwidthServer::run(uint64_t size) {
     ++done;
     if (marker) {
       if (!timed) {
-        return transport::makeStatus(StatusCode::kProtocolError, "the client ended the run after {} of {} messages",
+        return makeStatus(StatusCode::kProtocolError, "the client ended the run after {} of {} messages",
                                      real, p.iterations);
       }
       ended = true;
       continue;
     }
     if (ended) {
-      return transport::makeStatus(StatusCode::kProtocolError, "the client sent a message after its end marker");
+      return makeStatus(StatusCode::kProtocolError, "the client sent a message after its end marker");
     }
     ++real;
     POSEIDON_RETURN_IF_ERROR(sendAcks(real / every, every, /*wait=*/false));

@@ -36,12 +36,12 @@ uint64_t ackEvery(const RunParameters& params, uint64_t size);
 class BandwidthClient {
  public:
   BandwidthClient(Session& session, Verb& verb);
-  transport::Result<BwRow> run(uint64_t size);
+  Result<BwRow> run(uint64_t size);
 
  private:
   struct Pass;  // the state of one size
   void postAcks(Pass& pass, uint64_t allowed);
-  transport::Result<bool> reapAck(Pass& pass, bool wait);
+  Result<bool> reapAck(Pass& pass, bool wait);
 
   Session& session_;
   Verb& verb_;
@@ -54,10 +54,10 @@ class BandwidthClient {
 class BandwidthServer {
  public:
   BandwidthServer(Session& session, Verb& verb);
-  transport::Status run(uint64_t size);
+  Status run(uint64_t size);
 
  private:
-  transport::Status sendAcks(uint64_t due, uint64_t every, bool wait);
+  Status sendAcks(uint64_t due, uint64_t every, bool wait);
 
   Session& session_;
   Verb& verb_;

@@ -16,12 +16,12 @@ uint64_t dataRegionBytes(const RunParameters& params) {
   return bytes;
 }
 
-transport::Result<std::unique_ptr<RegisteredBuffer>> RegisteredBuffer::create(transport::Context& context,
+Result<std::unique_ptr<RegisteredBuffer>> RegisteredBuffer::create(transport::Context& context,
                                                                               size_t bytes) {
   const size_t length = std::max<size_t>(bytes, 1);
   void* memory = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) {
-    return transport::errnoStatus(transport::StatusCode::kIoError, fmt::format("allocating {} bytes", length));
+    return errnoStatus(StatusCode::kIoError, fmt::format("allocating {} bytes", length));
   }
   std::unique_ptr<RegisteredBuffer> buffer(new RegisteredBuffer(static_cast<uint8_t*>(memory), length));
   // Fault every page in now, not in the timed loop; a non-zero pattern is what gets sent.

@@ -35,7 +35,7 @@ uint64_t dataRegionBytes(const RunParameters& params);
 // the memory is unmapped.
 class RegisteredBuffer {
  public:
-  static transport::Result<std::unique_ptr<RegisteredBuffer>> create(transport::Context& context, size_t bytes);
+  static Result<std::unique_ptr<RegisteredBuffer>> create(transport::Context& context, size_t bytes);
   ~RegisteredBuffer();
   RegisteredBuffer(const RegisteredBuffer&) = delete;
   RegisteredBuffer& operator=(const RegisteredBuffer&) = delete;

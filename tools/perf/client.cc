@@ -12,13 +12,13 @@
 namespace poseidon::perf {
 namespace {
 
-int fail(const transport::Status& status) {
+int fail(const Status& status) {
   fmt::print(stderr, "poseidon-perf: {}\n", status.toString());
   return 1;
 }
 
 // Fails the run on both sides: the server, waiting for results, reports the cause too.
-int failRun(Session& session, const transport::Status& status) {
+int failRun(Session& session, const Status& status) {
   (void)publishResults(session, nlohmann::json{{"error", status.toString()}}.dump());
   return fail(status);
 }
@@ -50,7 +50,7 @@ RunParameters clientParameters(const Options& o) {
 int runClient(const Options& options) {
   const RunParameters params = clientParameters(options);
   if (const std::string error = checkParameters(params); !error.empty()) {
-    return fail(transport::Status(transport::StatusCode::kInvalidArgument, error));
+    return fail(Status(StatusCode::kInvalidArgument, error));
   }
   auto connected = connectToServer(options, params);
   if (!connected) return fail(connected.status());
@@ -69,7 +69,7 @@ int runClient(const Options& options) {
   } else {
     latency.emplace(session, *verb);
   }
-  auto measure = [&](uint64_t size) -> transport::Result<Row> {
+  auto measure = [&](uint64_t size) -> Result<Row> {
     if (latency) return latency->run(size);
     auto bw = bandwidth->run(size);
     if (!bw) return bw.status();
@@ -77,7 +77,7 @@ int runClient(const Options& options) {
   };
   Report report{p, {}};
   for (uint64_t size : p.sizes) {
-    const transport::Result<Row> row = measure(size);
+    const Result<Row> row = measure(size);
     if (!row) return failRun(session, row.status().withContext(fmt::format("{} of {} bytes", testName(p.test), size)));
     print(formatRow(row.value(), p.report_gbits));
     report.rows.push_back(row.value());
@@ -85,10 +85,10 @@ int runClient(const Options& options) {
   print(resultLine());
 
   if (!options.out_json.empty()) {
-    if (transport::Status st = writeReportFile(options.out_json, report); !st) return failRun(session, st);
+    if (Status st = writeReportFile(options.out_json, report); !st) return failRun(session, st);
   }
-  if (transport::Status st = publishResults(session, reportToJson(report).dump()); !st) return fail(st);
-  if (transport::Status st = awaitConfirmation(session); !st) return fail(st);
+  if (Status st = publishResults(session, reportToJson(report).dump()); !st) return fail(st);
+  if (Status st = awaitConfirmation(session); !st) return fail(st);
   return 0;
 }
 

@@ -6,9 +6,6 @@ namespace poseidon::perf {
 namespace {
 
 using transport::RequestPtr;
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
 
@@ -32,7 +29,7 @@ Status LatencyClient::roundTrip(uint64_t index, uint64_t size, int64_t& post_tim
   RequestPtr ping = verb_.post(outgoing(), incoming(p), size, immFor(index));
   POSEIDON_RETURN_IF_ERROR(pong->wait(session_.deadline()));
   if (verb_.isMarker(*pong)) {
-    return transport::makeStatus(StatusCode::kProtocolError, "the server answered ping {} with an end marker", index);
+    return makeStatus(StatusCode::kProtocolError, "the server answered ping {} with an end marker", index);
   }
   return ping->wait(session_.deadline());
 }
@@ -77,7 +74,7 @@ Result<Row> LatencyClient::runTimed(uint64_t size) {
   RequestPtr marker = verb_.post(outgoing(), incoming(p), 0, kMarkerImm);
   POSEIDON_RETURN_IF_ERROR(marker->wait(session_.deadline()));
   if (window_end == 0 || last <= first) {
-    return transport::makeStatus(StatusCode::kInvalidArgument,
+    return makeStatus(StatusCode::kInvalidArgument,
                                  "no round trip completed between {} s and {} s ({} in all): give a longer "
                                  "-D/--duration",
                                  p.margin_s, p.duration_s - p.margin_s, i);
@@ -96,7 +93,7 @@ Status LatencyServer::run(uint64_t size) {
     POSEIDON_RETURN_IF_ERROR(ping->wait(session_.deadline()));
     if (verb_.isMarker(*ping)) {
       if (timed) return Status::ok();
-      return transport::makeStatus(StatusCode::kProtocolError, "the client ended the run after {} of {} pings", i,
+      return makeStatus(StatusCode::kProtocolError, "the client ended the run after {} of {} pings", i,
                                    p.iterations);
     }
     // The next ping's receive goes out before the pong, so the client never waits for room.

@@ -19,11 +19,11 @@ namespace poseidon::perf {
 class LatencyClient {
  public:
   LatencyClient(Session& session, Verb& verb);
-  transport::Result<Row> run(uint64_t size);
+  Result<Row> run(uint64_t size);
 
  private:
-  transport::Status roundTrip(uint64_t index, uint64_t size, int64_t& post_time);
-  transport::Result<Row> runTimed(uint64_t size);
+  Status roundTrip(uint64_t index, uint64_t size, int64_t& post_time);
+  Result<Row> runTimed(uint64_t size);
 
   Session& session_;
   Verb& verb_;
@@ -33,7 +33,7 @@ class LatencyClient {
 class LatencyServer {
  public:
   LatencyServer(Session& session, Verb& verb) : session_(session), verb_(verb) {}
-  transport::Status run(uint64_t size);
+  Status run(uint64_t size);
 
  private:
   Session& session_;

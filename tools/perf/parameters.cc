@@ -7,7 +7,6 @@
 
 namespace poseidon::perf {
 
-using transport::StatusCode;
 
 uint64_t RunParameters::maxSize() const { return sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end()); }
 
@@ -67,13 +66,13 @@ std::string parametersToJson(const RunParameters& p) {
   return j.dump();
 }
 
-transport::Result<RunParameters> parametersFromJson(const std::string& text) {
+Result<RunParameters> parametersFromJson(const std::string& text) {
   RunParameters p;
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
     const int version = j.at("version").get<int>();
     if (version != kParametersVersion) {
-      return transport::makeStatus(StatusCode::kInvalidArgument,
+      return makeStatus(StatusCode::kInvalidArgument,
                                    "the client speaks parameters version {}, this server version {}; run the same "
                                    "poseidon-perf on both sides",
                                    version, kParametersVersion);
@@ -81,7 +80,7 @@ transport::Result<RunParameters> parametersFromJson(const std::string& text) {
     const std::string test = j.at("test").get<std::string>();
     const auto kind = parseTestName(test);
     if (!kind) {
-      return transport::makeStatus(StatusCode::kInvalidArgument, "test '{}': expected one of {}", test, kTestNames);
+      return makeStatus(StatusCode::kInvalidArgument, "test '{}': expected one of {}", test, kTestNames);
     }
     p.test = *kind;
     p.transport = j.at("transport").get<std::string>();
@@ -97,10 +96,10 @@ transport::Result<RunParameters> parametersFromJson(const std::string& text) {
     p.busy_poll = j.at("busy_poll").get<bool>();
     p.server_address = j.at("server_address").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
-    return transport::makeStatus(StatusCode::kProtocolError, "the client's parameters do not parse: {}", e.what());
+    return makeStatus(StatusCode::kProtocolError, "the client's parameters do not parse: {}", e.what());
   }
   if (const std::string error = checkParameters(p); !error.empty()) {
-    return transport::makeStatus(StatusCode::kInvalidArgument, "the client's parameters are out of range: {}", error);
+    return makeStatus(StatusCode::kInvalidArgument, "the client's parameters are out of range: {}", error);
   }
   return p;
 }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tools/perf/test_kind.h"
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::perf {
 
@@ -55,6 +55,6 @@ std::vector<uint64_t> allSizes();
 
 std::string parametersToJson(const RunParameters& p);
 // Parses and checks what a client sent; the message says what is wrong with it.
-transport::Result<RunParameters> parametersFromJson(const std::string& text);
+Result<RunParameters> parametersFromJson(const std::string& text);
 
 }  // namespace poseidon::perf

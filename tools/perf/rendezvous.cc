@@ -10,10 +10,6 @@
 namespace poseidon::perf {
 namespace {
 
-using transport::Deadline;
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
 namespace bootstrap = transport::bootstrap;
 
 constexpr const char* kClientsKey = "poseidon-perf/clients";
@@ -89,7 +85,7 @@ Result<std::string> numericAddress(const std::string& host) {
   addrinfo* list = nullptr;
   const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &list);
   if (rc != 0) {
-    return transport::makeStatus(StatusCode::kInvalidArgument, "cannot resolve host '{}': {}", host,
+    return makeStatus(StatusCode::kInvalidArgument, "cannot resolve host '{}': {}", host,
                                  ::gai_strerror(rc));
   }
   // IPv4 first: "localhost" may list ::1 first, where a server on the IPv4 wildcard is not.
@@ -102,7 +98,7 @@ Result<std::string> numericAddress(const std::string& host) {
   }
   std::string numeric = numericHost(chosen->ai_addr, chosen->ai_addrlen);
   ::freeaddrinfo(list);
-  if (numeric.empty()) return transport::makeStatus(StatusCode::kInvalidArgument, "host '{}' has no address", host);
+  if (numeric.empty()) return makeStatus(StatusCode::kInvalidArgument, "host '{}' has no address", host);
   return numeric;
 }
 
@@ -113,7 +109,7 @@ Result<std::string> routeSourceAddress(const std::string& numeric_host) {
   hints.ai_flags = AI_NUMERICHOST;
   addrinfo* list = nullptr;
   if (::getaddrinfo(numeric_host.c_str(), "9", &hints, &list) != 0) {
-    return transport::makeStatus(StatusCode::kInvalidArgument, "'{}' is not a numeric address", numeric_host);
+    return makeStatus(StatusCode::kInvalidArgument, "'{}' is not a numeric address", numeric_host);
   }
   // Connecting a datagram socket only picks the route and the source address.
   const int fd = ::socket(list->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -128,7 +124,7 @@ Result<std::string> routeSourceAddress(const std::string& numeric_host) {
   if (fd >= 0) ::close(fd);
   ::freeaddrinfo(list);
   if (source.empty()) {
-    return transport::makeStatus(StatusCode::kConnectionError, "no route to {}; give --bind ADDRESS", numeric_host);
+    return makeStatus(StatusCode::kConnectionError, "no route to {}; give --bind ADDRESS", numeric_host);
   }
   return source;
 }
@@ -191,7 +187,7 @@ Result<std::unique_ptr<Session>> connectToServer(const Options& options, RunPara
   auto arrived = session->store->add(kClientsKey, 1);
   if (!arrived) return arrived.status();
   if (*arrived != 1) {
-    return transport::makeStatus(StatusCode::kUnavailable,
+    return makeStatus(StatusCode::kUnavailable,
                                  "the poseidon-perf server at {}:{} is already serving another client", *server,
                                  options.port);
   }
@@ -200,7 +196,7 @@ Result<std::unique_ptr<Session>> connectToServer(const Options& options, RunPara
   auto verdict = bootstrap::getString(*session->store, kVerdictKey, session->deadline());
   if (!verdict) return verdict.status().withContext("waiting for the server to accept the parameters");
   if (*verdict != kOk) {
-    return transport::makeStatus(StatusCode::kUnavailable, "the server refused the run: {}", *verdict);
+    return makeStatus(StatusCode::kUnavailable, "the server refused the run: {}", *verdict);
   }
   POSEIDON_RETURN_IF_ERROR(connectSides(*session));
   return session;

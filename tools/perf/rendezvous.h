@@ -43,26 +43,26 @@ struct Session {
   SideInfo side;
 
   transport::Pair& pair() { return context->pair(1 - rank); }
-  transport::Deadline deadline() const { return transport::Deadline::after(timeout); }
+  Deadline deadline() const { return Deadline::after(timeout); }
 };
 
 // Server: serves the store on options.port, waits (without limit, as perftest) for a client,
 // adopts its parameters and connects. `on_listening` is called once the store listens.
-transport::Result<std::unique_ptr<Session>> acceptClient(const Options& options, void (*on_listening)(uint16_t port));
+Result<std::unique_ptr<Session>> acceptClient(const Options& options, void (*on_listening)(uint16_t port));
 
 // Client: connects to the server, hands it `params` and connects.
-transport::Result<std::unique_ptr<Session>> connectToServer(const Options& options, RunParameters params);
+Result<std::unique_ptr<Session>> connectToServer(const Options& options, RunParameters params);
 
 // The client hands its results to the server at the end; the server answers when it has them,
 // so neither side closes while the other still talks.
-transport::Status publishResults(Session& session, const std::string& json);
-transport::Result<std::string> awaitResults(Session& session);
-transport::Status confirmResults(Session& session);
-transport::Status awaitConfirmation(Session& session);
+Status publishResults(Session& session, const std::string& json);
+Result<std::string> awaitResults(Session& session);
+Status confirmResults(Session& session);
+Status awaitConfirmation(Session& session);
 
 // "a.b.c.d" (or an IPv6 literal) for a host name or address; the first address it resolves to.
-transport::Result<std::string> numericAddress(const std::string& host);
+Result<std::string> numericAddress(const std::string& host);
 // This host's address on the route to `numeric_host` (no packet is sent).
-transport::Result<std::string> routeSourceAddress(const std::string& numeric_host);
+Result<std::string> routeSourceAddress(const std::string& numeric_host);
 
 }  // namespace poseidon::perf

@@ -9,7 +9,6 @@
 namespace poseidon::perf {
 namespace {
 
-using transport::StatusCode;
 
 // perftest 4.5's formats (perftest_parameters.h), kept verbatim.
 constexpr const char* kResultLine =
@@ -180,34 +179,34 @@ nlohmann::json reportToJson(const Report& report) {
   return j;
 }
 
-transport::Status writeReportFile(const std::string& path, const Report& report) {
+Status writeReportFile(const std::string& path, const Report& report) {
   std::ofstream out(path, std::ios::trunc);
   out << reportToJson(report).dump(2) << '\n';
   out.close();
-  if (!out) return transport::makeStatus(StatusCode::kIoError, "cannot write the JSON report to '{}'", path);
-  return transport::Status::ok();
+  if (!out) return makeStatus(StatusCode::kIoError, "cannot write the JSON report to '{}'", path);
+  return Status::ok();
 }
 
-transport::Result<std::vector<Row>> rowsFromJson(const std::string& text, const RunParameters& params) {
+Result<std::vector<Row>> rowsFromJson(const std::string& text, const RunParameters& params) {
   std::vector<Row> rows;
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
     if (j.contains("error")) {
-      return transport::makeStatus(StatusCode::kUnavailable, "the client failed: {}", j.at("error").get<std::string>());
+      return makeStatus(StatusCode::kUnavailable, "the client failed: {}", j.at("error").get<std::string>());
     }
     const std::string kind = j.at("row_kind").get<std::string>();
     if (kind != rowKind(params)) {
-      return transport::makeStatus(StatusCode::kProtocolError, "the client reported rows of kind '{}', expected '{}'",
+      return makeStatus(StatusCode::kProtocolError, "the client reported rows of kind '{}', expected '{}'",
                                    kind, rowKind(params));
     }
     const nlohmann::json& list = j.at("rows");
     if (!list.is_array() || list.size() > params.sizes.size()) {
-      return transport::makeStatus(StatusCode::kProtocolError, "the client reported {} rows, expected at most {}",
+      return makeStatus(StatusCode::kProtocolError, "the client reported {} rows, expected at most {}",
                                    list.size(), params.sizes.size());
     }
     for (const nlohmann::json& row : list) rows.push_back(rowFromJson(row, kind));
   } catch (const std::exception& e) {
-    return transport::makeStatus(StatusCode::kProtocolError, "the client's results do not parse: {}", e.what());
+    return makeStatus(StatusCode::kProtocolError, "the client's results do not parse: {}", e.what());
   }
   return rows;
 }

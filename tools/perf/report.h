@@ -13,7 +13,7 @@
 #include "tools/perf/link_info.h"
 #include "tools/perf/parameters.h"
 #include "tools/perf/statistics.h"
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::perf {
 
@@ -72,10 +72,10 @@ std::string formatRow(const Row& row, bool gbits);      // with its newline
 // rows carry the table's fields under the names of its columns.
 nlohmann::json reportToJson(const Report& report);
 // Writes reportToJson() to `path`, naming the file when it cannot.
-transport::Status writeReportFile(const std::string& path, const Report& report);
+Status writeReportFile(const std::string& path, const Report& report);
 
 // The rows of a reportToJson() text for a run of `params`, every field checked (the JSON comes
 // from the peer).
-transport::Result<std::vector<Row>> rowsFromJson(const std::string& text, const RunParameters& params);
+Result<std::vector<Row>> rowsFromJson(const std::string& text, const RunParameters& params);
 
 }  // namespace poseidon::perf

@@ -12,7 +12,7 @@
 namespace poseidon::perf {
 namespace {
 
-int fail(const transport::Status& status) {
+int fail(const Status& status) {
   fmt::print(stderr, "poseidon-perf: {}\n", status.toString());
   return 1;
 }
@@ -64,14 +64,14 @@ int runServer(const Options& options) {
   if (isBandwidth(p.test)) {
     BandwidthServer bandwidth(session, *verb);
     for (uint64_t size : p.sizes) {
-      if (transport::Status st = bandwidth.run(size); !st) {
+      if (Status st = bandwidth.run(size); !st) {
         return fail(st.withContext(fmt::format("{} of {} bytes", testName(p.test), size)));
       }
     }
   } else {
     LatencyServer latency(session, *verb);
     for (uint64_t size : p.sizes) {
-      if (transport::Status st = latency.run(size); !st) {
+      if (Status st = latency.run(size); !st) {
         return fail(st.withContext(fmt::format("{} of {} bytes", testName(p.test), size)));
       }
     }
@@ -87,9 +87,9 @@ int runServer(const Options& options) {
   for (const Row& row : report.rows) print(formatRow(row, p.report_gbits));
   print(resultLine());
   if (!options.out_json.empty()) {
-    if (transport::Status st = writeReportFile(options.out_json, report); !st) return fail(st);
+    if (Status st = writeReportFile(options.out_json, report); !st) return fail(st);
   }
-  if (transport::Status st = confirmResults(session); !st) return fail(st);
+  if (Status st = confirmResults(session); !st) return fail(st);
   return 0;
 }
 

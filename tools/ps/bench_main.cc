@@ -22,7 +22,6 @@ namespace poseidon::tools {
 namespace {
 
 using transport::RequestPtr;
-using transport::Status;
 
 constexpr const char* kProgram = "poseidon-ps-bench";
 // Small enough that the parameters stay finite over any number of SGD steps a benchmark takes.
@@ -82,7 +81,7 @@ Status writeJson(const std::string& path, const BenchReport& report) {
   std::ofstream out(path, std::ios::trunc);
   out << benchToJson(report).dump(2) << '\n';
   out.close();
-  if (!out) return transport::makeStatus(transport::StatusCode::kIoError, "cannot write the JSON report to '{}'", path);
+  if (!out) return makeStatus(StatusCode::kIoError, "cannot write the JSON report to '{}'", path);
   return Status::ok();
 }
 
@@ -101,13 +100,13 @@ Status benchmark(const BenchCommandLine& c, JobProcess& p, BenchReport& report) 
   // The starting parameters, so the first timed push is not also the wait for initialisation.
   if (auto initial = exchange(worker, c.schedule, false, p.deadline()); !initial) return initial.status();
   for (uint64_t i = 0; i < c.warmup + c.iterations; ++i) {
-    const auto start = transport::Clock::now();
+    const auto start = Clock::now();
     auto pushed = exchange(worker, c.schedule, true, p.deadline());
     if (!pushed) return pushed.status().withContext(fmt::format("iteration {}", i + 1));
-    const auto seconds = [&](transport::Clock::time_point t) { return std::chrono::duration<double>(t - start).count(); };
+    const auto seconds = [&](Clock::time_point t) { return std::chrono::duration<double>(t - start).count(); };
     // Every layer's gradient travels once and its parameters come back once.
     if (i >= c.warmup) {
-      report.iterations.push_back({seconds(transport::Clock::now()), seconds(*pushed), c.job.model_bytes,
+      report.iterations.push_back({seconds(Clock::now()), seconds(*pushed), c.job.model_bytes,
                                    c.job.model_bytes});
     }
   }

@@ -18,8 +18,8 @@ std::string BenchSchedule::describe() const {
                      : fmt::format("{}, window {} layer(s)", orderName(order), window);
 }
 
-transport::Result<transport::Clock::time_point> exchange(ps::Client& client, const BenchSchedule& schedule, bool push,
-                                                         transport::Deadline deadline) {
+Result<Clock::time_point> exchange(ps::Client& client, const BenchSchedule& schedule, bool push,
+                                                         Deadline deadline) {
   const size_t layers = client.layerCount();
   const bool interleaved = schedule.order == BenchSchedule::Order::kInterleaved;
   std::vector<RequestPtr> pushes;
@@ -35,7 +35,7 @@ transport::Result<transport::Clock::time_point> exchange(ps::Client& client, con
   if (!push || !interleaved) {
     for (size_t layer = 0; layer < layers; ++layer) pulls.push_back(client.pull(layer));
   }
-  transport::Clock::time_point pushed{};
+  Clock::time_point pushed{};
   for (const RequestPtr& request : pushes) {
     POSEIDON_RETURN_IF_ERROR(client.wait(request, deadline));
     pushed = std::max(pushed, request->completedAt());

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "ps/client.h"
-#include "transport/deadline.h"
+#include "common/deadline.h"
 
 namespace poseidon::tools {
 
@@ -33,7 +33,7 @@ const char* orderName(BenchSchedule::Order order);
 
 // One iteration: pushes every layer (when `push`; else only pulls) and pulls every layer in the
 // schedule's order, then waits for all of it. Returns when the last push was acknowledged.
-transport::Result<transport::Clock::time_point> exchange(ps::Client& client, const BenchSchedule& schedule, bool push,
-                                                         transport::Deadline deadline);
+Result<Clock::time_point> exchange(ps::Client& client, const BenchSchedule& schedule, bool push,
+                                                         Deadline deadline);
 
 }  // namespace poseidon::tools

@@ -9,10 +9,6 @@
 
 namespace poseidon::tools {
 
-using transport::Result;
-using transport::Status;
-using transport::StatusCode;
-using transport::makeStatus;
 namespace bootstrap = transport::bootstrap;
 
 namespace {

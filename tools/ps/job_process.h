@@ -33,23 +33,23 @@ struct JobProcess {
   std::shared_ptr<transport::Context> context;
 
   int rank() const { return launch.rank; }
-  transport::Deadline deadline() const { return transport::Deadline::after(timeout); }
+  Deadline deadline() const { return Deadline::after(timeout); }
   // "worker 1 (rank 1 of 6)" / "server 0 (rank 4 of 6)"
   std::string describe() const;
 };
 
 // Who this process is and whether it may play `role`: errors name the rank, the job's layout
 // (which ranks are workers, which servers) and where the rank came from.
-transport::Result<transport::bootstrap::LaunchInfo> resolveLaunch(const JobOptions& options);
-transport::Status checkRole(const transport::bootstrap::LaunchInfo& launch, const ps::PsJob& job, Role role,
+Result<transport::bootstrap::LaunchInfo> resolveLaunch(const JobOptions& options);
+Status checkRole(const transport::bootstrap::LaunchInfo& launch, const ps::PsJob& job, Role role,
                             const char* other_program);
 
 // Resolves the launch, checks the role, builds the layout, opens the store and connects the
 // context of all workers + servers ranks.
-transport::Result<std::unique_ptr<JobProcess>> joinJob(const JobOptions& options, Role role,
+Result<std::unique_ptr<JobProcess>> joinJob(const JobOptions& options, Role role,
                                                        const char* other_program);
 
 // The last store traffic of a process: see above.
-transport::Status leave(JobProcess& process);
+Status leave(JobProcess& process);
 
 }  // namespace poseidon::tools

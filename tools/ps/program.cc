@@ -29,7 +29,7 @@ int runProgram(int argc, const char* const* argv, const Program& program) {
   }
 }
 
-int endJob(JobProcess& process, transport::Status status, const char* program) {
+int endJob(JobProcess& process, Status status, const char* program) {
   if (status) status = leave(process);
   if (status) return 0;
   fmt::print(stderr, "{}: {}: {}\n", program, process.describe(), status.toString());

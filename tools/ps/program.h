@@ -24,6 +24,6 @@ struct Program {
 int runProgram(int argc, const char* const* argv, const Program& program);
 
 // leave() when `status` is OK; 0, or 1 after printing the failure on stderr.
-int endJob(JobProcess& process, transport::Status status, const char* program);
+int endJob(JobProcess& process, Status status, const char* program);
 
 }  // namespace poseidon::tools

@@ -15,8 +15,6 @@
 namespace poseidon::tools {
 namespace {
 
-using transport::Deadline;
-using transport::Status;
 
 constexpr const char* kProgram = "poseidon-server";
 

@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::transport::bootstrap {
 

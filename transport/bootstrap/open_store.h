@@ -10,7 +10,7 @@
 
 #include "transport/bootstrap/launch_env.h"
 #include "transport/bootstrap/store.h"
-#include "transport/deadline.h"
+#include "common/deadline.h"
 
 namespace poseidon::transport::bootstrap {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "transport/deadline.h"
-#include "transport/status.h"
+#include "common/deadline.h"
+#include "common/status.h"
 
 namespace poseidon::transport::bootstrap {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::transport::bootstrap {
 

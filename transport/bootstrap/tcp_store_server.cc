@@ -16,7 +16,7 @@
 
 #include "transport/bootstrap/store.h"
 #include "transport/bootstrap/store_protocol.h"
-#include "transport/deadline.h"
+#include "common/deadline.h"
 #include "transport/socket.h"
 
 namespace poseidon::transport::bootstrap {

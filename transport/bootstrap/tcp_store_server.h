@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::transport::bootstrap {
 

@@ -4,8 +4,8 @@
 #include <functional>
 #include <string>
 
-#include "transport/deadline.h"
-#include "transport/status.h"
+#include "common/deadline.h"
+#include "common/status.h"
 #include "transport/wire/handshake.h"
 
 namespace poseidon::transport::tcp {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <thread>
 
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::transport::tcp {
 

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::transport::verbs {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::transport::verbs {
 

@@ -22,7 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "transport/status.h"
+#include "common/status.h"
 
 namespace poseidon::transport::wire {
 

@@ -1,9 +1,9 @@
-#include "transport/status.h"
+#include "common/status.h"
 
 #include <cerrno>
 #include <cstring>
 
-namespace poseidon::transport {
+namespace poseidon {
 
 const char* statusCodeName(StatusCode code) {
   switch (code) {
@@ -30,4 +30,4 @@ Status errnoStatus(StatusCode code, const std::string& what) {
   return Status(code, what + ": " + std::strerror(err));
 }
 
-}  // namespace poseidon::transport
+}  // namespace poseidon

@@ -11,7 +11,7 @@
 #include <utility>
 #include <variant>
 
-namespace poseidon::transport {
+namespace poseidon {
 
 enum class StatusCode {
   kOk = 0,
@@ -90,10 +90,10 @@ class StatusError : public std::runtime_error {
   Status status_;
 };
 
-}  // namespace poseidon::transport
+}  // namespace poseidon
 
 #define POSEIDON_RETURN_IF_ERROR(expr)              \
   do {                                              \
-    ::poseidon::transport::Status _st = (expr);     \
+    ::poseidon::Status _st = (expr);     \
     if (!_st.isOk()) return _st;                    \
   } while (0)

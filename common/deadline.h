@@ -3,7 +3,7 @@
 
 #include <chrono>
 
-namespace poseidon::transport {
+namespace poseidon {
 
 using Clock = std::chrono::steady_clock;
 
@@ -34,4 +34,4 @@ class Deadline {
   Clock::time_point at_;
 };
 
-}  // namespace poseidon::transport
+}  // namespace poseidon
