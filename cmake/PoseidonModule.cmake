@@ -4,7 +4,7 @@
 # differs (what it links).
 function(poseidon_module)
   cmake_parse_arguments(M "" "NAME" "LINK" ${ARGN})
-  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
   set(target poseidon_${M_NAME})
   add_library(${target} ${sources})
   add_library(poseidon::${M_NAME} ALIAS ${target})

@@ -9,7 +9,7 @@
 
 #include "ps/imm_code.h"
 #include "ps/region_exchange.h"
-#include "ps/resume.h"
+#include "ps/checkpoint/resume.h"
 #include "ps/shard.h"
 
 namespace poseidon::ps {

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "kernels/chunk_update.h"
-#include "ps/checkpointer.h"
+#include "ps/checkpoint/checkpointer.h"
 #include "ps/imm_code.h"
 #include "ps/region_exchange.h"
-#include "ps/resume.h"
+#include "ps/checkpoint/resume.h"
 #include "ps/shard.h"
 
 namespace poseidon::ps {

@@ -22,14 +22,14 @@
 #include "ps/chunk_layout.h"
 #include "ps/consistency.h"
 #include "ps/job.h"
-#include "ps/optimizer.h"
+#include "kernels/optimizer_config.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
 
 namespace poseidon::ps {
 
 struct ServerOptions {
-  OptimizerConfig optimizer;
+  kernels::OptimizerConfig optimizer;
   Consistency consistency;
   // Scale the summed gradient by 1/P1 (the mean, as data-parallel SGD expects); off: the sum.
   bool average = true;

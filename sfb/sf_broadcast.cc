@@ -51,7 +51,8 @@ SfBroadcast::SfBroadcast(transport::Context& context, SfSlotLayout layout)
       send_(layout_.sendFloats()),
       receive_(layout_.receiveFloats()),
       iterations_(layout_.layerCount()),
-      layers_(layout_.layerCount()) {
+      layers_(layout_.layerCount()),
+      driver_(std::make_unique<scheme::SerialDriver>("SFB driver")) {
   const int me = context.rank();
   for (int rank = 0; rank < context.size(); ++rank) {
     if (rank != me) peers_.push_back(rank);
@@ -71,7 +72,9 @@ SfBroadcast::SfBroadcast(transport::Context& context, SfSlotLayout layout)
   for (int peer : peers_) inboxes_.push_back(std::make_unique<SfInbox>(context.pair(peer), layout_, iterations_));
 }
 
-SfBroadcast::~SfBroadcast() = default;
+SfBroadcast::~SfBroadcast() {
+  driver_.reset();  // finishes the updates queued (each bounded by its deadline) while the buffers exist
+}
 
 std::span<float> SfBroadcast::u(size_t layer) {
   if (layer >= layerCount()) return {};
@@ -123,6 +126,19 @@ Status SfBroadcast::broadcast(size_t layer) {
   state.sent_messages.fetch_add(peers_.size(), std::memory_order_relaxed);
   state.sent_bytes.fetch_add(peers_.size() * bytes, std::memory_order_relaxed);
   return first;
+}
+
+transport::RequestPtr SfBroadcast::start(size_t layer, const Target& target, const kernels::OptimizerStep& step,
+                                         Deadline deadline) {
+  if (layer >= layerCount()) {
+    return transport::failedRequest(fmt::format("SFB sync of layer {}", layer), unknownLayer(layer, "start"));
+  }
+  std::string what = fmt::format("SFB sync of {} iteration {}", describe(layer), iteration(layer));
+  Status sent = broadcast(layer);
+  if (!sent.isOk()) return transport::failedRequest(std::move(what), std::move(sent));
+  return driver_->submit(std::move(what), [this, layer, target, step, deadline] {
+    return update(layer, target.params, target.state0, target.state1, step, kernels::Place::cpu(), deadline);
+  });
 }
 
 Status SfBroadcast::update(size_t layer, float* params, float* state0, float* state1,
@@ -230,10 +246,11 @@ Status SfBroadcast::completeWrites(size_t layer, uint64_t iteration, Deadline de
                                describe(layer), iteration, pending);
 }
 
-LayerTraffic SfBroadcast::traffic(size_t layer) const {
-  LayerTraffic traffic;
+scheme::Traffic SfBroadcast::traffic(size_t layer) const {
+  scheme::Traffic traffic;
   if (layer >= layerCount()) return traffic;
   const LayerState& state = layers_[layer];
+  traffic.syncs = iterations_[layer].load(std::memory_order_acquire);
   traffic.sent_messages = state.sent_messages.load(std::memory_order_relaxed);
   traffic.sent_bytes = state.sent_bytes.load(std::memory_order_relaxed);
   for (const auto& inbox : inboxes_) traffic.received_messages += inbox->arrivals(layer);

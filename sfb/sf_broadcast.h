@@ -33,6 +33,8 @@
 #include <vector>
 
 #include "kernels/dispatch.h"
+#include "scheme/serial_driver.h"
+#include "scheme/traffic.h"
 #include "sfb/sf_inbox.h"
 #include "sfb/sf_layer.h"
 #include "sfb/sf_slots.h"
@@ -84,8 +86,22 @@ class SfBroadcast {
   Status update(size_t layer, float* params, float* state0, float* state1,
                            const kernels::OptimizerStep& step, kernels::Place place, Deadline deadline);
 
+  // Where a layer's update lands: its weights and the optimizer state the step needs (rows x
+  // cols each, host memory; null where the step needs none).
+  struct Target {
+    float* params = nullptr;
+    float* state0 = nullptr;
+    float* state1 = nullptr;
+  };
+  // Non-blocking: broadcast(layer) now, then update(layer, ...) on this object's driver thread.
+  // The request completes once target.params hold the iteration's update, or fails naming the
+  // peer and the layer, by `deadline` at the latest (or, queued behind updates with later
+  // deadlines, as soon as its turn comes). Starts of different layers finish in start order.
+  transport::RequestPtr start(size_t layer, const Target& target, const kernels::OptimizerStep& step,
+                              Deadline deadline);
+
   // What this worker's broadcasts of the layer sent and received, summed over iterations.
-  LayerTraffic traffic(size_t layer) const;
+  scheme::Traffic traffic(size_t layer) const;
 
  private:
   // Where a layer is within one iteration.
@@ -129,6 +145,7 @@ class SfBroadcast {
   std::vector<std::atomic<uint64_t>> iterations_;     // by layer; read by the inboxes' checks
   std::vector<LayerState> layers_;
   std::vector<std::unique_ptr<SfInbox>> inboxes_;  // parallel to peers_
+  std::unique_ptr<scheme::SerialDriver> driver_;   // runs start()'s updates; stopped first
 };
 
 }  // namespace poseidon::sfb

@@ -19,8 +19,8 @@ struct Case {
   int servers;
 };
 
-ps::OptimizerConfig parse(const char* spec) {
-  auto config = ps::parseOptimizer(spec);
+kernels::OptimizerConfig parse(const char* spec) {
+  auto config = kernels::parseOptimizer(spec);
   if (!config) throw StatusError(config.status());
   return *config;
 }

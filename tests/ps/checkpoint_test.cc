@@ -1,7 +1,7 @@
 // Checkpoint files: a round trip is bit-identical; a file from another job, a damaged file or a
 // file that is not a checkpoint at all is refused with a message naming the field and both values,
 // never a crash; a crash while writing never hides the previous complete checkpoint.
-#include "ps/checkpoint.h"
+#include "ps/checkpoint/checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +19,7 @@
 #include <new>
 #include <random>
 
-#include "ps/checkpoint_names.h"
+#include "ps/checkpoint/checkpoint_names.h"
 #include "tests/support/mesh.h"
 #include "transport/wire/crc32c.h"
 #include "transport/wire/little_endian.h"

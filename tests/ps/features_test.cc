@@ -7,7 +7,7 @@
 #include <cstring>
 #include <thread>
 
-#include "ps/checkpoint.h"
+#include "ps/checkpoint/checkpoint.h"
 #include "tests/ps/ps_cluster.h"
 #include "tests/ps/ps_job_launch.h"
 #include "tests/ps/synthetic_training.h"
@@ -16,7 +16,7 @@ namespace poseidon::testing {
 namespace {
 
 
-ps::OptimizerConfig parse(const char* spec) { return *ps::parseOptimizer(spec); }
+kernels::OptimizerConfig parse(const char* spec) { return *kernels::parseOptimizer(spec); }
 
 TEST(PsFeatures, AsyncNPushSendsTheSumOfNPushGradientsEveryNPushClocks) {
   constexpr uint64_t kClocks = 20;

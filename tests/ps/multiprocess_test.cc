@@ -11,7 +11,7 @@
 #include <memory>
 #include <thread>
 
-#include "ps/checkpoint.h"
+#include "ps/checkpoint/checkpoint.h"
 #include "tests/ps/synthetic_training.h"
 #include "tests/support/mesh.h"
 #include "tests/ps/ps_job_launch.h"
@@ -73,7 +73,7 @@ TEST_P(PsMultiprocess, ServerKilledAndRestartedFromCheckpointEndsBitIdentical) {
   }
   const std::string log = read_file(dir.path() + "/log-second-0");
   EXPECT_EQ(log.find("starts at clock 0"), std::string::npos) << "the restart did not resume: " << log;
-  ps::OptimizerConfig optimizer = *ps::parseOptimizer(job.optimizer);
+  kernels::OptimizerConfig optimizer = *kernels::parseOptimizer(job.optimizer);
   const std::vector<float> expected = referenceTraining(optimizer, job.workers, job.clocks);
   for (int w = 0; w < job.workers; ++w) {
     EXPECT_TRUE(sameBits(readParams(dir.path() + "/params-second-" + std::to_string(w)), expected)) << "worker " << w;

@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
   const Deadline deadline = Deadline::after(std::chrono::seconds(timeout_s));
   auto consistency = ps::parseConsistency(consistency_text);
   if (!consistency) return fail(consistency.status(), "--consistency");
-  auto optimizer = ps::parseOptimizer(optimizer_text);
+  auto optimizer = kernels::parseOptimizer(optimizer_text);
   if (!optimizer) return fail(optimizer.status(), "--optimizer");
   transport::bootstrap::LaunchInfo launch;
   launch.rank = rank;

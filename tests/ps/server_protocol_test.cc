@@ -8,7 +8,7 @@
 
 #include "ps/imm_code.h"
 #include "ps/region_exchange.h"
-#include "ps/resume.h"
+#include "ps/checkpoint/resume.h"
 #include "ps/server.h"
 #include "tests/ps/synthetic_training.h"
 #include "tests/support/mesh.h"

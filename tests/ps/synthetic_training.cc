@@ -60,13 +60,13 @@ Status trainWorker(ps::Client& client, const WorkerRun& run, Deadline deadline) 
   return Status::ok();
 }
 
-std::vector<float> referenceTraining(const ps::OptimizerConfig& config, int workers, uint64_t clocks, bool average) {
+std::vector<float> referenceTraining(const kernels::OptimizerConfig& config, int workers, uint64_t clocks, bool average) {
   const auto model = syntheticModel();
   uint64_t elements = 0;
   for (const auto& tensor : model) elements += tensor.elements;
   std::vector<float> params(elements), sum(elements), grads(elements);
   initialParameters(params);
-  ps::OptimizerConfig optimizer = config;
+  kernels::OptimizerConfig optimizer = config;
   if (average) optimizer.grad_scale = 1.0f / static_cast<float>(workers);
   std::vector<float> state0(elements, optimizer.stateInitialValue(0));
   std::vector<float> state1(elements, optimizer.stateInitialValue(1));

@@ -11,7 +11,7 @@
 #include "kernels/chunk_update.h"
 #include "ps/chunk_layout.h"
 #include "ps/client.h"
-#include "ps/optimizer.h"
+#include "kernels/optimizer_config.h"
 
 namespace poseidon::testing {
 
@@ -35,7 +35,7 @@ Status trainWorker(ps::Client& client, const WorkerRun& run, Deadline deadline);
 
 // The reference: `workers` gradients per clock summed in rank order, one optimizer step over the
 // whole model with grad_scale 1/workers when averaging.
-std::vector<float> referenceTraining(const ps::OptimizerConfig& optimizer, int workers, uint64_t clocks,
+std::vector<float> referenceTraining(const kernels::OptimizerConfig& optimizer, int workers, uint64_t clocks,
                                      bool average = true);
 
 }  // namespace poseidon::testing

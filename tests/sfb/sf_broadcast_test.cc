@@ -1,11 +1,11 @@
 // SfBroadcast over in-process TCP meshes of P1 = 2, 3, 4 workers, one thread per worker and two
 // threads per worker driving its layers, in orders that differ by worker and iteration:
-// - every replica's parameters and optimizer state stay bit-identical (checkReplicas), and each
+// - every replica's parameters and optimizer state stay bit-identical (trainer::checkReplicas), and each
 //   step on worker 0 matches the double-precision reference of the explicit update with
 //   G = sum_p U_p V_p^T within updateTolerance(P * K) (tests/kernels/reference.h). Each step is
 //   checked from the float values it started from, so the tolerance is one step's rounding
 //   bound and does not grow with the iterations;
-// - the per-layer counters equal n times sfbNodeTraffic() exactly;
+// - the per-layer counters equal n times trainer::sfbNodeTraffic() exactly;
 // - a peer that never broadcasts makes update time out within its deadline naming that peer and
 //   the layer (and the update succeeds once it does broadcast); a broken peer fails it promptly;
 // - a broadcast of t + 1 before update t is refused; so are an update before its broadcast, an
@@ -22,8 +22,8 @@
 #include <random>
 #include <thread>
 
-#include "sfb/cost_model.h"
-#include "sfb/replica_check.h"
+#include "trainer/hybcomm/cost_model.h"
+#include "trainer/sync/replica_check.h"
 #include "sfb/sf_imm.h"
 #include "sfb/sf_region_exchange.h"
 #include "tests/kernels/reference.h"
@@ -169,7 +169,7 @@ TEST_P(SfBroadcastTraining, ReplicasStayIdenticalMatchTheReferenceAndCountTheMod
         }
         if (t == kMidCheck) {
           for (size_t l : mine) {
-            expectOk(checkReplicas(*env.store, "mid/" + kLayers[l].name, w, workers, t + 1, data[l].params, deadline),
+            expectOk(trainer::checkReplicas(*env.store, "mid/" + kLayers[l].name, w, workers, t + 1, data[l].params, deadline),
                      "mid-run replica check");
           }
         }
@@ -182,22 +182,23 @@ TEST_P(SfBroadcastTraining, ReplicasStayIdenticalMatchTheReferenceAndCountTheMod
     for (size_t l = 0; l < kLayers.size(); ++l) {
       const SfLayer& layer = kLayers[l];
       EXPECT_EQ(sfb.iteration(l), kIterations);
-      expectOk(checkReplicas(*env.store, layer.name + "/params", w, workers, kIterations, data[l].params, deadline),
+      expectOk(trainer::checkReplicas(*env.store, layer.name + "/params", w, workers, kIterations, data[l].params, deadline),
                "params");
-      expectOk(checkReplicas(*env.store, layer.name + "/state0", w, workers, kIterations, data[l].state0, deadline),
+      expectOk(trainer::checkReplicas(*env.store, layer.name + "/state0", w, workers, kIterations, data[l].state0, deadline),
                "state0");
-      expectOk(checkReplicas(*env.store, layer.name + "/state1", w, workers, kIterations, data[l].state1, deadline),
+      expectOk(trainer::checkReplicas(*env.store, layer.name + "/state1", w, workers, kIterations, data[l].state1, deadline),
                "state1");
       // Every worker's traffic is the cost model's per-node count, n times, to the byte.
-      auto model = sfbNodeTraffic(
-          LayerShape::fullyConnected(layer.name, static_cast<int64_t>(layer.rows), static_cast<int64_t>(layer.cols)),
-          ClusterShape{workers, workers, static_cast<int64_t>(layer.rank)});
+      auto model = trainer::sfbNodeTraffic(
+          trainer::LayerShape::fullyConnected(layer.name, static_cast<int64_t>(layer.rows), static_cast<int64_t>(layer.cols)),
+          trainer::ClusterShape{workers, workers, static_cast<int64_t>(layer.rank)});
       ASSERT_TRUE(model) << model.status().toString();
-      const LayerTraffic expected{static_cast<uint64_t>(model->sent_floats * 4) * kIterations,
+      const scheme::Traffic expected{kIterations, static_cast<uint64_t>(model->sent_floats * 4) * kIterations,
                                   static_cast<uint64_t>(model->sent_messages) * kIterations,
                                   static_cast<uint64_t>(model->received_floats * 4) * kIterations,
                                   static_cast<uint64_t>(model->received_messages) * kIterations};
-      const LayerTraffic got = sfb.traffic(l);
+      const scheme::Traffic got = sfb.traffic(l);
+      EXPECT_EQ(got.syncs, expected.syncs) << layer.name << " on rank " << w;
       EXPECT_EQ(got.sent_bytes, expected.sent_bytes) << layer.name << " on rank " << w;
       EXPECT_EQ(got.sent_messages, expected.sent_messages) << layer.name << " on rank " << w;
       EXPECT_EQ(got.received_bytes, expected.received_bytes) << layer.name << " on rank " << w;
@@ -264,7 +265,7 @@ TEST(SfBroadcastFailures, PeerThatNeverBroadcastsTimesOutNamingItAndTheLayerThen
     // Called again after the timeout, the update resumes and completes.
     expectOk(layer.update(**sfb, 0, deadline), "update after the silent peer broadcast");
     EXPECT_EQ((*sfb)->iteration(0), 1u);
-    expectOk(checkReplicas(*env.store, "recovered", w, 3, 1, layer.data.params, deadline), "replicas");
+    expectOk(trainer::checkReplicas(*env.store, "recovered", w, 3, 1, layer.data.params, deadline), "replicas");
   };
   std::vector<std::thread> threads;
   for (int w = 0; w < 3; ++w) threads.emplace_back(work, w);
@@ -348,9 +349,9 @@ TEST(SfBroadcastFailures, BroadcastBeforeTheUpdateOfTheIterationIsRefused) {
       expectOk(layer.update(sfb, t, deadline), "update");
       EXPECT_EQ(sfb.iteration(0), t + 1);
     }
-    expectOk(checkReplicas(*env.store, "refusals", w, 2, 2, layer.data.params, deadline), "replicas");
+    expectOk(trainer::checkReplicas(*env.store, "refusals", w, 2, 2, layer.data.params, deadline), "replicas");
     // Refused calls sent nothing: two iterations' worth of one write each way.
-    const LayerTraffic traffic = sfb.traffic(0);
+    const scheme::Traffic traffic = sfb.traffic(0);
     EXPECT_EQ(traffic.sent_messages, 2u);
     EXPECT_EQ(traffic.received_messages, 2u);
   };

@@ -4,6 +4,7 @@
 
 namespace poseidon::testing {
 
+using namespace poseidon;
 using namespace poseidon::transport;
 
 namespace {

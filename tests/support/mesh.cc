@@ -7,6 +7,7 @@
 
 namespace poseidon::testing {
 
+using namespace poseidon;
 using namespace poseidon::transport;
 
 TempDir::TempDir() {

@@ -7,17 +7,17 @@
 namespace poseidon::tools {
 namespace {
 
-using sfb::LayerShape;
-using sfb::Scheme;
+using trainer::LayerShape;
+using scheme::Scheme;
 
-constexpr size_t kPs = static_cast<size_t>(Scheme::kPs);
-constexpr size_t kSfb = static_cast<size_t>(Scheme::kSfb);
-constexpr size_t kAdam = static_cast<size_t>(Scheme::kAdam);
-constexpr size_t kRing = static_cast<size_t>(Scheme::kRing);
+constexpr size_t kPs = static_cast<size_t>(scheme::Scheme::kPs);
+constexpr size_t kSfb = static_cast<size_t>(scheme::Scheme::kSfb);
+constexpr size_t kAdam = static_cast<size_t>(scheme::Scheme::kAdam);
+constexpr size_t kRing = static_cast<size_t>(scheme::Scheme::kRing);
 
 // M = N = 1000, K = 10, P1 = 4, P2 = 2: X = 1e6 floats, one worker's factors K(M+N) = 2e4 floats.
 const LayerShape kFc = LayerShape::fullyConnected("fc", 1000, 1000);
-const sfb::ClusterShape kCluster{4, 2, 10};
+const trainer::ClusterShape kCluster{4, 2, 10};
 constexpr double kGigabyte = 8e9;  // bits/s of 1e9 bytes/s
 
 TEST(HybBenchModel, NoLinksNoFigures) {

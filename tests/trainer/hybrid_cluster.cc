@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <thread>
 
-#include "sfb/adam_server.h"
+#include "adam/adam_server.h"
 #include "tests/support/mesh.h"
-#include "trainer/hybrid_ps.h"
+#include "trainer/sync/hybrid_ps.h"
 
 namespace poseidon::testing {
 
@@ -85,15 +85,15 @@ HybridRun runHybrid(const HybridSpec& spec) {
   options.adam_servers = spec.adam_servers;
   options.batch = spec.batch;
   options.chunk_bytes = spec.chunk_bytes;
-  options.optimizer = *ps::parseOptimizer(spec.optimizer);
+  options.optimizer = *kernels::parseOptimizer(spec.optimizer);
   options.hybcomm = spec.hybcomm;
   options.replica_check_every = 2;  // replicas compared through the store, whatever the build
   const Deadline deadline = Deadline::after(spec.deadline);
 
   auto in_use = trainer::schemesInUse(spec.layers, options);
   if (!in_use) return fail(in_use.status());
-  const bool adam = std::find(in_use->begin(), in_use->end(), sfb::Scheme::kAdam) != in_use->end();
-  std::vector<sfb::AdamLayer> adam_layers;
+  const bool adam = std::find(in_use->begin(), in_use->end(), scheme::Scheme::kAdam) != in_use->end();
+  std::vector<adam::AdamLayer> adam_layers;
   for (const auto& layer : spec.layers) {
     if (adam && layer.isFullyConnected()) {
       adam_layers.push_back({layer.name, static_cast<size_t>(layer.m), static_cast<size_t>(layer.n),
@@ -111,12 +111,15 @@ HybridRun runHybrid(const HybridSpec& spec) {
   }
   for (int s = 0; s < spec.adam_servers && !adam_layers.empty(); ++s) {
     threads.emplace_back([&, s] {
-      auto server = sfb::AdamServer::start((*adam_mesh)[workers + s], **store, adam_layers, workers, deadline);
+      auto server = adam::AdamServer::start((*adam_mesh)[workers + s], **store, adam_layers, workers, deadline);
       Status& status = run.server_status[static_cast<size_t>(spec.ps_servers + s)];
       status = server ? (*server)->waitUntilDone(deadline) : server.status();
     });
   }
   run.bytes.assign(spec.layers.size(), 0);
+  run.synced.resize(static_cast<size_t>(workers));
+  run.worker_seconds.assign(static_cast<size_t>(workers), 0.0);
+  const auto began = std::chrono::steady_clock::now();
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
       const auto train = [&]() -> Status {
@@ -126,12 +129,32 @@ HybridRun runHybrid(const HybridSpec& spec) {
         auto& schemes = run.schemes[static_cast<size_t>(w)];
         for (uint64_t t = 0; t < spec.iterations; ++t) {
           schemes.emplace_back();
-          // Backward order, as backpropagation produces them.
-          for (size_t l = spec.layers.size(); l-- > 0;) {
-            fillGradient(**sync, l, w, t, spec.batch);
-            auto result = (*sync)->syncLayer(l, deadline);
+          const auto skipped = [&](size_t l) { return spec.skip && spec.skip(w, t, l); };
+          const auto sync_deadline = [&] {
+            return spec.sync_deadline.count() > 0 ? Deadline::after(spec.sync_deadline) : deadline;
+          };
+          const auto collect = [&](size_t l) -> Status {
+            auto result = (*sync)->waitLayer(l, deadline);
             if (!result) return result.status();
             if (w == 0) run.bytes[l] += result->bytes_sent + result->bytes_received;
+            run.synced[static_cast<size_t>(w)].push_back(l);
+            return Status::ok();
+          };
+          // Backward order, as backpropagation produces them.
+          for (size_t l = spec.layers.size(); l-- > 0;) {
+            if (skipped(l)) continue;
+            fillGradient(**sync, l, w, t, spec.batch);
+            (void)(*sync)->startLayer(l, sync_deadline());  // a failure shows in waitLayer()
+            if (spec.order == SyncOrder::kOneAtATime) POSEIDON_RETURN_IF_ERROR(collect(l));
+          }
+          if (spec.order == SyncOrder::kInFlightWaitForward) {
+            for (size_t l = 0; l < spec.layers.size(); ++l) {
+              if (!skipped(l)) POSEIDON_RETURN_IF_ERROR(collect(l));
+            }
+          } else if (spec.order == SyncOrder::kInFlightWaitBackward) {
+            for (size_t l = spec.layers.size(); l-- > 0;) {
+              if (!skipped(l)) POSEIDON_RETURN_IF_ERROR(collect(l));
+            }
           }
           for (size_t l = 0; l < spec.layers.size(); ++l) schemes.back().push_back((*sync)->hybcomm().scheme(l));
           POSEIDON_RETURN_IF_ERROR((*sync)->endIteration(deadline));
@@ -144,6 +167,8 @@ HybridRun runHybrid(const HybridSpec& spec) {
         return (*sync)->finish(deadline);
       };
       run.worker_status[static_cast<size_t>(w)] = train();
+      run.worker_seconds[static_cast<size_t>(w)] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     });
   }
   for (auto& t : threads) t.join();

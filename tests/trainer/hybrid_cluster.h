@@ -5,9 +5,14 @@
 #include <functional>
 #include <vector>
 
-#include "trainer/hybrid_sync.h"
+#include "trainer/sync/hybrid_sync.h"
 
 namespace poseidon::testing {
+
+// How each worker runs an iteration's syncs: one layer at a time (start, wait), or every layer
+// started in backward order and then waited for in forward order (as the next forward pass needs
+// them: wait-free backpropagation) or in backward order.
+enum class SyncOrder { kOneAtATime, kInFlightWaitForward, kInFlightWaitBackward };
 
 struct HybridSpec {
   int workers = 2;
@@ -16,10 +21,15 @@ struct HybridSpec {
   int64_t batch = 4;
   uint64_t iterations = 5;
   uint64_t chunk_bytes = 4096;
-  std::vector<sfb::LayerShape> layers;
+  std::vector<trainer::LayerShape> layers;
   trainer::HybCommOptions hybcomm;
   const char* optimizer = "sgd:lr=0.1,momentum=0.9";
   std::chrono::seconds deadline{60};
+  SyncOrder order = SyncOrder::kOneAtATime;
+  // Each sync's own deadline (the job's deadline when zero).
+  std::chrono::milliseconds sync_deadline{0};
+  // When set and true for (worker, iteration, layer), that worker does not start that sync.
+  std::function<bool(int, uint64_t, size_t)> skip;
 };
 
 struct HybridRun {
@@ -28,7 +38,7 @@ struct HybridRun {
   // Each worker's parameters at the end, per layer.
   std::vector<std::vector<std::vector<float>>> params;
   // Each worker's scheme per iteration per layer, and worker 0's HybComm choices.
-  std::vector<std::vector<std::vector<sfb::Scheme>>> schemes;
+  std::vector<std::vector<std::vector<scheme::Scheme>>> schemes;
   std::vector<trainer::Choice> choices;
   // Worker 0's bytes per layer sent + received, summed over iterations, as HybridSync measured.
   std::vector<uint64_t> bytes;
@@ -36,6 +46,10 @@ struct HybridRun {
   // it sent + received on the PS context with other nodes over the whole run (set-up included),
   // from the transport's pair counters.
   std::vector<uint64_t> ps_node_bytes;
+  // Per worker, the layer syncs that completed successfully, in the order they were waited for.
+  std::vector<std::vector<size_t>> synced;
+  // Per worker, seconds from the start of the run until it returned (success or failure).
+  std::vector<double> worker_seconds;
   bool ok() const;
   std::string failures() const;
 };

@@ -11,14 +11,14 @@
 
 #include <fmt/format.h>
 
-#include "sfb/cost_model.h"
+#include "trainer/hybcomm/cost_model.h"
 #include "tests/trainer/hybrid_cluster.h"
 
 namespace poseidon::testing {
 namespace {
 
-using sfb::LayerShape;
-using sfb::Scheme;
+using trainer::LayerShape;
+using scheme::Scheme;
 
 const std::vector<LayerShape> kLayers = {LayerShape::other("conv", 12288), LayerShape::fullyConnected("fc", 96, 128)};
 constexpr uint64_t kIterations = 3;
@@ -33,7 +33,7 @@ std::string caseName(const ::testing::TestParamInfo<Case>& info) {
   return fmt::format("P1_{}_P2_{}_K_{}", info.param.workers, info.param.servers, info.param.batch);
 }
 
-HybridSpec specFor(const Case& c, Scheme scheme) {
+HybridSpec specFor(const Case& c, scheme::Scheme scheme) {
   HybridSpec spec;
   spec.workers = c.workers;
   spec.ps_servers = c.servers;
@@ -45,19 +45,19 @@ HybridSpec specFor(const Case& c, Scheme scheme) {
   return spec;
 }
 
-uint64_t bytesOf(const sfb::NodeTraffic& t) { return static_cast<uint64_t>(t.floats()) * 4; }
+uint64_t bytesOf(const trainer::NodeTraffic& t) { return static_cast<uint64_t>(t.floats()) * 4; }
 
 class TrafficFormulas : public ::testing::TestWithParam<Case> {};
 
 TEST_P(TrafficFormulas, PsNodeBytesAreThePapersCountPlusTheSetUp) {
   const Case c = GetParam();
-  const HybridRun run = runHybrid(specFor(c, Scheme::kPs));
+  const HybridRun run = runHybrid(specFor(c, scheme::Scheme::kPs));
   ASSERT_TRUE(run.ok()) << run.failures();
-  const sfb::ClusterShape cluster{c.workers, c.servers, c.batch};
+  const trainer::ClusterShape cluster{c.workers, c.servers, c.batch};
   uint64_t model = 0, per_iteration_colocated = 0;
   for (const LayerShape& layer : kLayers) {
     model += static_cast<uint64_t>(layer.denseFloats()) * 4;
-    per_iteration_colocated += bytesOf(*sfb::psNodeTraffic(layer, cluster));
+    per_iteration_colocated += bytesOf(*trainer::psNodeTraffic(layer, cluster));
   }
   const uint64_t p2 = static_cast<uint64_t>(c.servers), p1 = static_cast<uint64_t>(c.workers);
   for (int node = 0; node < c.workers; ++node) {
@@ -76,18 +76,18 @@ TEST_P(TrafficFormulas, PsNodeBytesAreThePapersCountPlusTheSetUp) {
 
 TEST_P(TrafficFormulas, SfbRingAndAdamBytesAreThePapersCount) {
   const Case c = GetParam();
-  const sfb::ClusterShape cluster{c.workers, c.servers, c.batch};
-  for (Scheme scheme : {Scheme::kSfb, Scheme::kRing, Scheme::kAdam}) {
+  const trainer::ClusterShape cluster{c.workers, c.servers, c.batch};
+  for (scheme::Scheme scheme : {scheme::Scheme::kSfb, scheme::Scheme::kRing, scheme::Scheme::kAdam}) {
     const HybridRun run = runHybrid(specFor(c, scheme));
-    ASSERT_TRUE(run.ok()) << sfb::schemeName(scheme) << ": " << run.failures();
+    ASSERT_TRUE(run.ok()) << scheme::schemeName(scheme) << ": " << run.failures();
     for (size_t l = 0; l < kLayers.size(); ++l) {
       if (!trainer::HybComm::applies(scheme, kLayers[l])) continue;
-      auto formula = scheme == Scheme::kSfb    ? sfb::sfbNodeTraffic(kLayers[l], cluster)
-                           : scheme == Scheme::kRing ? sfb::ringNodeTraffic(kLayers[l], cluster)
-                                                     : sfb::adamWorkerTraffic(kLayers[l], cluster);
+      auto formula = scheme == scheme::Scheme::kSfb    ? trainer::sfbNodeTraffic(kLayers[l], cluster)
+                           : scheme == scheme::Scheme::kRing ? trainer::ringNodeTraffic(kLayers[l], cluster)
+                                                     : trainer::adamWorkerTraffic(kLayers[l], cluster);
       ASSERT_TRUE(formula.isOk());
       EXPECT_EQ(run.bytes[l], kIterations * bytesOf(*formula))
-          << sfb::schemeName(scheme) << " layer " << kLayers[l].name;
+          << scheme::schemeName(scheme) << " layer " << kLayers[l].name;
     }
   }
 }

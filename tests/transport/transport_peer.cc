@@ -23,6 +23,7 @@
 #include "transport/socket.h"
 #include "transport/device.h"
 
+using namespace poseidon;
 using namespace poseidon::transport;
 using poseidon::testing::firstMismatch;
 using poseidon::testing::makeBuffer;

@@ -6,9 +6,9 @@
 
 #include <array>
 
-#include "sfb/cost_model.h"
-#include "sfb/layer_shape.h"
-#include "sfb/scheme.h"
+#include "trainer/hybcomm/cost_model.h"
+#include "trainer/hybcomm/layer_shape.h"
+#include "scheme/scheme.h"
 
 namespace poseidon::tools {
 
@@ -20,10 +20,10 @@ struct BenchLinks {
   bool given() const { return bits_per_s > 0; }
 };
 
-// Seconds per scheme (index: the Scheme value), -1 where the scheme does not apply or no links
+// Seconds per scheme (index: the scheme::Scheme value), -1 where the scheme does not apply or no links
 // were given. The busiest node on the common link bounds the sync; with a slower worker link,
 // that worker's own traffic on it (a worker-only node's under PS when P1 > P2) may bound it instead.
-std::array<double, 4> modelSeconds(const sfb::LayerShape& layer, const sfb::ClusterShape& cluster,
+std::array<double, 4> modelSeconds(const trainer::LayerShape& layer, const trainer::ClusterShape& cluster,
                                    const BenchLinks& links);
 
 }  // namespace poseidon::tools

@@ -5,11 +5,11 @@
 #include <algorithm>
 
 #include "ps/model_spec.h"
-#include "trainer/hybrid_ps.h"
+#include "trainer/sync/hybrid_ps.h"
 
 namespace poseidon::tools {
 
-using sfb::Scheme;
+using scheme::Scheme;
 
 namespace {
 
@@ -25,8 +25,8 @@ trainer::HybCommOptions hybcommOptions(const HybBenchCommandLine& c) {
   options.trial_iterations = c.trial_iterations;
   options.window = c.window;
   options.drift_margin = c.drift_margin;
-  const std::pair<const char*, Scheme> fixed[] = {
-      {"ps", Scheme::kPs}, {"sfb", Scheme::kSfb}, {"ring", Scheme::kRing}, {"adam", Scheme::kAdam}};
+  const std::pair<const char*, scheme::Scheme> fixed[] = {
+      {"ps", scheme::Scheme::kPs}, {"sfb", scheme::Scheme::kSfb}, {"ring", scheme::Scheme::kRing}, {"adam", scheme::Scheme::kAdam}};
   for (const auto& [name, scheme] : fixed) {
     if (c.mode == name) {
       options.mode = trainer::HybCommMode::kFixed;
@@ -36,23 +36,23 @@ trainer::HybCommOptions hybcommOptions(const HybBenchCommandLine& c) {
   if (c.mode == "closed") options.mode = trainer::HybCommMode::kClosedForm;
   if (c.mode == "adaptive") {
     options.mode = trainer::HybCommMode::kAdaptive;
-    options.candidates = {Scheme::kPs, Scheme::kSfb, Scheme::kRing};
-    if (c.adam_servers > 0) options.candidates.push_back(Scheme::kAdam);
+    options.candidates = {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kRing};
+    if (c.adam_servers > 0) options.candidates.push_back(scheme::Scheme::kAdam);
   }
   return options;
 }
 
 // The schemes HybridSync sets up (and so the contexts the workers connect): PS always, each
 // layer's first scheme, and in adaptive mode every candidate that applies to some layer.
-std::vector<Scheme> schemesInUse(const trainer::HybComm& hybcomm, const trainer::HybCommOptions& options) {
-  std::vector<Scheme> used{Scheme::kPs};
-  const auto add = [&](Scheme s) {
+std::vector<scheme::Scheme> schemesInUse(const trainer::HybComm& hybcomm, const trainer::HybCommOptions& options) {
+  std::vector<scheme::Scheme> used{scheme::Scheme::kPs};
+  const auto add = [&](scheme::Scheme s) {
     if (std::find(used.begin(), used.end(), s) == used.end()) used.push_back(s);
   };
   for (size_t l = 0; l < hybcomm.layerCount(); ++l) {
     add(hybcomm.scheme(l));
     if (options.mode != trainer::HybCommMode::kAdaptive) continue;
-    for (Scheme candidate : options.candidates) {
+    for (scheme::Scheme candidate : options.candidates) {
       if (trainer::HybComm::applies(candidate, hybcomm.layer(l))) add(candidate);
     }
   }
@@ -70,7 +70,7 @@ const char* roleName(BenchRole role) {
   return "?";
 }
 
-bool HybBenchCommandLine::uses(Scheme scheme) const {
+bool HybBenchCommandLine::uses(scheme::Scheme scheme) const {
   return std::find(schemes.begin(), schemes.end(), scheme) != schemes.end();
 }
 
@@ -94,12 +94,12 @@ std::string HybBenchCommandLine::rankLayout() const {
 std::string HybBenchCommandLine::describeMode() const {
   switch (hybcomm.mode) {
     case trainer::HybCommMode::kFixed:
-      return fmt::format("{} (fixed: every layer it applies to, the others PS)", sfb::schemeName(hybcomm.fixed));
+      return fmt::format("{} (fixed: every layer it applies to, the others PS)", scheme::schemeName(hybcomm.fixed));
     case trainer::HybCommMode::kClosedForm:
       return "closed (the papers' closed form: SFB vs PS per layer from P1, P2, K and the shape)";
     case trainer::HybCommMode::kAdaptive: {
       std::string names;
-      for (Scheme s : hybcomm.candidates) names += fmt::format("{}{}", names.empty() ? "" : ", ", sfb::schemeName(s));
+      for (scheme::Scheme s : hybcomm.candidates) names += fmt::format("{}{}", names.empty() ? "" : ", ", scheme::schemeName(s));
       return fmt::format("adaptive ({}; {} each, window {}, drift margin {})", names,
                          plural(hybcomm.trial_iterations, "trial iteration"), hybcomm.window, hybcomm.drift_margin);
     }
@@ -115,7 +115,7 @@ void addBenchOptions(CLI::App& app, HybBenchCommandLine& c) {
   app.get_option("--optimizer")
       ->description(
           "The workers' optimizer (each applies it to its replica; the PS servers only sum): sgd "
-          "(default), sgd:lr=0.1,momentum=0.9, adagrad:lr=..., adam:lr=... (see ps/optimizer.h)");
+          "(default), sgd:lr=0.1,momentum=0.9, adagrad:lr=..., adam:lr=... (see kernels/optimizer_config.h)");
   app.get_option("--size")->description(
       "Ranks in the job: workers + PS servers + Adam servers in the job (with --rank)");
   app.get_option("--job-name")->description("Prefix of the job's keys in the store (default hybcomm)");

@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "sfb/layer_shape.h"
-#include "sfb/scheme.h"
+#include "trainer/hybcomm/layer_shape.h"
+#include "scheme/scheme.h"
 #include "tools/hybcomm/bench_model.h"
 #include "tools/hybcomm/layer_spec.h"
 #include "tools/ps/job_options.h"
-#include "trainer/hybcomm.h"
+#include "trainer/hybcomm/hybcomm.h"
 
 namespace poseidon::tools {
 
@@ -62,15 +62,15 @@ struct HybBenchCommandLine {
   std::string slow_worker_direction = "both";
 
   // Filled by the checks.
-  std::vector<sfb::LayerShape> layers;
+  std::vector<trainer::LayerShape> layers;
   trainer::HybCommOptions hybcomm;
-  std::vector<sfb::Scheme> schemes;  // those the workers may use: PS first, then in first use
+  std::vector<scheme::Scheme> schemes;  // those the workers may use: PS first, then in first use
 
   int workers() const { return job.workers; }
   int psServers() const { return job.servers; }
-  bool uses(sfb::Scheme scheme) const;
+  bool uses(scheme::Scheme scheme) const;
   // Adam servers in this job: --adam-servers when the mode may pick Adam, else none.
-  int adamServersInJob() const { return uses(sfb::Scheme::kAdam) ? adam_servers : 0; }
+  int adamServersInJob() const { return uses(scheme::Scheme::kAdam) ? adam_servers : 0; }
   int jobSize() const { return workers() + psServers() + adamServersInJob(); }
   BenchRole roleOfRank(int rank) const;
   // "workers on ranks 0..3, PS servers on ranks 4..5, Adam server on rank 6"

@@ -94,14 +94,14 @@ Result<std::unique_ptr<HybridProcess>> joinHybridJob(const HybBenchCommandLine& 
       if (!ps) return ps.status();
       base.context = *ps;
       struct Member {
-        sfb::Scheme scheme;
+        scheme::Scheme scheme;
         const char* name;
         std::shared_ptr<transport::Context>* slot;
         int size;
       };
-      const Member others[] = {{sfb::Scheme::kSfb, "sfb", &process->sfb, workers},
-                               {sfb::Scheme::kRing, "ring", &process->ring, workers},
-                               {sfb::Scheme::kAdam, "adam", &process->adam, adam_size}};
+      const Member others[] = {{scheme::Scheme::kSfb, "sfb", &process->sfb, workers},
+                               {scheme::Scheme::kRing, "ring", &process->ring, workers},
+                               {scheme::Scheme::kAdam, "adam", &process->adam, adam_size}};
       for (const Member& member : others) {
         if (!c.uses(member.scheme)) continue;
         auto context = join(member.name, rank, member.size);

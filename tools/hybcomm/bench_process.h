@@ -17,7 +17,7 @@
 
 #include "tools/hybcomm/bench_options.h"
 #include "tools/ps/job_process.h"
-#include "trainer/hybrid_sync.h"
+#include "trainer/sync/hybrid_sync.h"
 
 namespace poseidon::tools {
 

@@ -8,15 +8,15 @@
 namespace poseidon::tools {
 namespace {
 
-std::string schemeList(const std::vector<sfb::Scheme>& schemes) {
+std::string schemeList(const std::vector<scheme::Scheme>& schemes) {
   std::string text;
-  for (sfb::Scheme s : schemes) text += fmt::format("{}{}", text.empty() ? "" : " ", sfb::schemeName(s));
+  for (scheme::Scheme s : schemes) text += fmt::format("{}{}", text.empty() ? "" : " ", scheme::schemeName(s));
   return text;
 }
 
-constexpr sfb::Scheme kModelOrder[] = {sfb::Scheme::kPs, sfb::Scheme::kSfb, sfb::Scheme::kAdam, sfb::Scheme::kRing};
+constexpr scheme::Scheme kModelOrder[] = {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kAdam, scheme::Scheme::kRing};
 
-double modelOf(const LayerRecord& layer, sfb::Scheme scheme) {
+double modelOf(const LayerRecord& layer, scheme::Scheme scheme) {
   return layer.model_seconds[static_cast<size_t>(scheme)];
 }
 
@@ -106,7 +106,7 @@ std::string hybTables(const HybBenchReport& r) {
     for (const LayerSchemeRecord& s : layer.schemes) {
       const double model = modelOf(layer, s.scheme);
       out += fmt::format(" {:<11} {:<7} {:<11} {:<19.2f} {:<12} {:<18.0f} {:.0f}\n", layer.shape.name,
-                         sfb::schemeName(s.scheme), s.iterations, s.slowest_mean_seconds * 1e3,
+                         scheme::schemeName(s.scheme), s.iterations, s.slowest_mean_seconds * 1e3,
                          model < 0 ? std::string("-") : fmt::format("{:.2f}", model * 1e3), s.bytes_sent,
                          s.bytes_received);
     }
@@ -116,14 +116,14 @@ std::string hybTables(const HybBenchReport& r) {
     out += " The cost model per layer (network only: bytes / rate + messages x latency; no CPU work, no waiting):\n";
     for (const LayerRecord& layer : r.layers) {
       std::string row;
-      sfb::Scheme best = sfb::Scheme::kPs;
-      for (sfb::Scheme s : kModelOrder) {
+      scheme::Scheme best = scheme::Scheme::kPs;
+      for (scheme::Scheme s : kModelOrder) {
         const double t = modelOf(layer, s);
         if (t < 0) continue;
-        row += fmt::format("{}{} {:.2f}", row.empty() ? "" : ", ", sfb::schemeName(s), t * 1e3);
+        row += fmt::format("{}{} {:.2f}", row.empty() ? "" : ", ", scheme::schemeName(s), t * 1e3);
         if (modelOf(layer, best) < 0 || t < modelOf(layer, best)) best = s;
       }
-      out += fmt::format("  {:<11} {} msec: {} fastest\n", layer.shape.name, row, sfb::schemeName(best));
+      out += fmt::format("  {:<11} {} msec: {} fastest\n", layer.shape.name, row, scheme::schemeName(best));
     }
   }
   out += perf::resultLine();
@@ -156,7 +156,7 @@ nlohmann::json hybToJson(const HybBenchReport& r) {
   nlohmann::json iterations = nlohmann::json::array();
   for (const BenchIterationRecord& it : r.iterations) {
     nlohmann::json schemes = nlohmann::json::array();
-    for (sfb::Scheme s : it.schemes) schemes.push_back(sfb::schemeName(s));
+    for (scheme::Scheme s : it.schemes) schemes.push_back(scheme::schemeName(s));
     iterations.push_back({{"seconds", it.seconds},
                           {"layer_seconds", it.layer_seconds},
                           {"slowest_seconds", it.slowest_seconds},
@@ -169,7 +169,7 @@ nlohmann::json hybToJson(const HybBenchReport& r) {
   for (const LayerRecord& layer : r.layers) {
     nlohmann::json schemes = nlohmann::json::array();
     for (const LayerSchemeRecord& s : layer.schemes) {
-      schemes.push_back({{"scheme", sfb::schemeName(s.scheme)},
+      schemes.push_back({{"scheme", scheme::schemeName(s.scheme)},
                          {"iterations", s.iterations},
                          {"slowest_mean_seconds", s.slowest_mean_seconds},
                          {"bytes_sent_per_iteration", s.bytes_sent},
@@ -177,15 +177,15 @@ nlohmann::json hybToJson(const HybBenchReport& r) {
                          {"model_seconds", modelOf(layer, s.scheme)}});
     }
     nlohmann::json model = nlohmann::json::object();
-    for (sfb::Scheme s : kModelOrder) {
-      if (modelOf(layer, s) >= 0) model[std::string(sfb::schemeName(s))] = modelOf(layer, s);
+    for (scheme::Scheme s : kModelOrder) {
+      if (modelOf(layer, s) >= 0) model[std::string(scheme::schemeName(s))] = modelOf(layer, s);
     }
     layers.push_back({{"name", layer.shape.name},
                       {"fully_connected", layer.shape.isFullyConnected()},
                       {"m", layer.shape.m},
                       {"n", layer.shape.n},
                       {"params", layer.shape.denseFloats()},
-                      {"last_scheme", sfb::schemeName(layer.last_scheme)},
+                      {"last_scheme", scheme::schemeName(layer.last_scheme)},
                       {"schemes", schemes},
                       {"model_seconds", model}});
   }
@@ -193,7 +193,7 @@ nlohmann::json hybToJson(const HybBenchReport& r) {
   for (const trainer::Choice& c : r.choices) {
     choices.push_back({{"iteration", c.iteration},
                        {"layer", r.layers.at(c.layer).shape.name},
-                       {"scheme", sfb::schemeName(c.scheme)},
+                       {"scheme", scheme::schemeName(c.scheme)},
                        {"reason", c.reason}});
   }
   return {{"tool", "poseidon-hybcomm-bench"},

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "sfb/layer_shape.h"
-#include "sfb/scheme.h"
+#include "trainer/hybcomm/layer_shape.h"
+#include "scheme/scheme.h"
 #include "tools/hybcomm/bench_model.h"
-#include "trainer/hybcomm.h"
+#include "trainer/hybcomm/hybcomm.h"
 
 namespace poseidon::tools {
 
@@ -31,12 +31,12 @@ struct BenchIterationRecord {
   bool warmup = false;
   bool trial = false;                // adaptive: HybComm was timing candidates in this iteration
   bool after_event = false;          // --event-command ran before this iteration or an earlier one
-  std::vector<sfb::Scheme> schemes;  // per layer, in layer order
+  std::vector<scheme::Scheme> schemes;  // per layer, in layer order
 };
 
 // One layer under one scheme over the measured iterations.
 struct LayerSchemeRecord {
-  sfb::Scheme scheme = sfb::Scheme::kPs;
+  scheme::Scheme scheme = scheme::Scheme::kPs;
   uint64_t iterations = 0;
   double slowest_mean_seconds = 0;  // max over the workers of their mean
   double bytes_sent = 0;            // per iteration, max over the workers
@@ -44,10 +44,10 @@ struct LayerSchemeRecord {
 };
 
 struct LayerRecord {
-  sfb::LayerShape shape;
+  trainer::LayerShape shape;
   std::vector<LayerSchemeRecord> schemes;      // those used in measured iterations, PS SFB Adam ring order
-  sfb::Scheme last_scheme = sfb::Scheme::kPs;  // in the last iteration
-  std::array<double, 4> model_seconds = {-1, -1, -1, -1};  // per Scheme value (bench_model.h)
+  scheme::Scheme last_scheme = scheme::Scheme::kPs;  // in the last iteration
+  std::array<double, 4> model_seconds = {-1, -1, -1, -1};  // per scheme::Scheme value (bench_model.h)
 };
 
 struct HybBenchReport {

@@ -11,15 +11,15 @@
 #include <cstring>
 #include <sys/wait.h>
 
-#include "trainer/store_agreement.h"
+#include "trainer/hybcomm/store_agreement.h"
 
 namespace poseidon::tools {
 
-using sfb::Scheme;
+using scheme::Scheme;
 
 namespace {
 
-constexpr std::array<Scheme, 4> kSchemes = {Scheme::kPs, Scheme::kSfb, Scheme::kAdam, Scheme::kRing};
+constexpr std::array<scheme::Scheme, 4> kSchemes = {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kAdam, scheme::Scheme::kRing};
 constexpr double kUnused = -1.0;  // "not used" in an agreed vector (max keeps every real figure)
 
 double secondsSince(Clock::time_point start) {
@@ -93,9 +93,9 @@ HybBenchReport describeBench(const HybBenchCommandLine& c, const HybridProcess& 
   r.links = c.links;
   r.event_iteration = c.event_iteration;
   r.event_command = c.event_command;
-  const sfb::ClusterShape cluster{c.workers(), c.psServers(), c.batch};
-  for (const sfb::LayerShape& layer : c.layers) {
-    r.layers.push_back({layer, {}, Scheme::kPs, modelSeconds(layer, cluster, c.links)});
+  const trainer::ClusterShape cluster{c.workers(), c.psServers(), c.batch};
+  for (const trainer::LayerShape& layer : c.layers) {
+    r.layers.push_back({layer, {}, scheme::Scheme::kPs, modelSeconds(layer, cluster, c.links)});
   }
   return r;
 }
@@ -116,7 +116,7 @@ Status runBenchWorker(const HybBenchCommandLine& c, HybridProcess& p, HybBenchRe
 
   const size_t layers = c.layers.size();
   std::vector<std::array<LayerSums, kSchemes.size()>> sums(layers);
-  const auto slot = [](Scheme s) {
+  const auto slot = [](scheme::Scheme s) {
     return static_cast<size_t>(std::find(kSchemes.begin(), kSchemes.end(), s) - kSchemes.begin());
   };
   const uint64_t total = c.warmup + c.iterations;

@@ -22,7 +22,7 @@ Result<int64_t> parsePositive(std::string_view spec, std::string_view item, std:
   return value;
 }
 
-Result<sfb::LayerShape> parseLayer(std::string_view spec, std::string_view kind, std::string_view item) {
+Result<trainer::LayerShape> parseLayer(std::string_view spec, std::string_view kind, std::string_view item) {
   const size_t equals = item.find('=');
   const bool fc = kind == "fc";
   const char* expected = fc ? "<name>=<M>x<N>" : "<name>=<parameters>";
@@ -31,7 +31,7 @@ Result<sfb::LayerShape> parseLayer(std::string_view spec, std::string_view kind,
   }
   const std::string name(item.substr(0, equals));
   const std::string_view value = item.substr(equals + 1);
-  sfb::LayerShape layer;
+  trainer::LayerShape layer;
   if (fc) {
     const size_t x = value.find('x');
     if (x == std::string_view::npos) {
@@ -41,13 +41,13 @@ Result<sfb::LayerShape> parseLayer(std::string_view spec, std::string_view kind,
     if (!m) return m.status();
     auto n = parsePositive(spec, item, value.substr(x + 1));
     if (!n) return n.status();
-    layer = sfb::LayerShape::fullyConnected(name, *m, *n);
+    layer = trainer::LayerShape::fullyConnected(name, *m, *n);
   } else {
     auto params = parsePositive(spec, item, value);
     if (!params) return params.status();
-    layer = sfb::LayerShape::other(name, *params);
+    layer = trainer::LayerShape::other(name, *params);
   }
-  if (auto valid = sfb::validateLayer(layer); !valid.isOk()) {
+  if (auto valid = trainer::validateLayer(layer); !valid.isOk()) {
     return makeStatus(StatusCode::kInvalidArgument, "layers '{}': {}", spec, valid.message());
   }
   return layer;
@@ -55,8 +55,8 @@ Result<sfb::LayerShape> parseLayer(std::string_view spec, std::string_view kind,
 
 }  // namespace
 
-Result<std::vector<sfb::LayerShape>> parseLayerSpec(std::string_view spec) {
-  std::vector<sfb::LayerShape> layers;
+Result<std::vector<trainer::LayerShape>> parseLayerSpec(std::string_view spec) {
+  std::vector<trainer::LayerShape> layers;
   std::set<std::string> names;
   std::string_view sections = spec;
   while (!sections.empty()) {
@@ -85,7 +85,7 @@ Result<std::vector<sfb::LayerShape>> parseLayerSpec(std::string_view spec) {
   return layers;
 }
 
-std::string describeLayer(const sfb::LayerShape& layer) {
+std::string describeLayer(const trainer::LayerShape& layer) {
   if (layer.isFullyConnected()) return fmt::format("{} {}x{}", layer.name, layer.m, layer.n);
   return fmt::format("{} ({} parameters)", layer.name, layer.params);
 }

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sfb/layer_shape.h"
+#include "trainer/hybcomm/layer_shape.h"
 #include "common/status.h"
 
 namespace poseidon::tools {
@@ -26,9 +26,9 @@ inline constexpr const char* kDefaultLayerSpec = "fc:fc6=1024x6272,fc7=1024x1024
 
 // Errors name the spec and the part that does not parse ("layers 'fc:a=3y4': 'a=3y4' is not
 // <name>=<M>x<N>").
-Result<std::vector<sfb::LayerShape>> parseLayerSpec(std::string_view spec);
+Result<std::vector<trainer::LayerShape>> parseLayerSpec(std::string_view spec);
 
 // "fc6 1024x6272": how reports name a layer's shape.
-std::string describeLayer(const sfb::LayerShape& layer);
+std::string describeLayer(const trainer::LayerShape& layer);
 
 }  // namespace poseidon::tools

@@ -10,12 +10,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "sfb/adam_server.h"
+#include "adam/adam_server.h"
 #include "tools/hybcomm/bench_options.h"
 #include "tools/hybcomm/bench_process.h"
 #include "tools/hybcomm/bench_worker.h"
 #include "tools/ps/program.h"
-#include "trainer/hybrid_ps.h"
+#include "trainer/sync/hybrid_ps.h"
 
 namespace poseidon::tools {
 namespace {
@@ -69,13 +69,13 @@ Status runPsServer(const HybBenchCommandLine& c, HybridProcess& p) {
 }
 
 Status runAdamServer(const HybBenchCommandLine& c, HybridProcess& p) {
-  std::vector<sfb::AdamLayer> layers;
-  for (const sfb::LayerShape& layer : c.layers) {
+  std::vector<adam::AdamLayer> layers;
+  for (const trainer::LayerShape& layer : c.layers) {
     if (!layer.isFullyConnected()) continue;
     layers.push_back(
         {layer.name, static_cast<size_t>(layer.m), static_cast<size_t>(layer.n), static_cast<size_t>(c.batch)});
   }
-  auto server = sfb::AdamServer::start(*p.adam, *p.base.store, layers, c.workers(), p.deadline());
+  auto server = adam::AdamServer::start(*p.adam, *p.base.store, layers, c.workers(), p.deadline());
   if (!server) return server.status();
   const Status status = (*server)->waitUntilDone(runDeadline(c));
   nlohmann::json traffic = nlohmann::json::array();

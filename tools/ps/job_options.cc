@@ -28,7 +28,7 @@ void addJobOptions(CLI::App& app, JobOptions& o) {
                  "bsp (default), ssp:<staleness>, async or async:push=<n>,fetch=<n>")
       ->type_name("MODEL");
   app.add_option("--optimizer", o.optimizer_spec,
-                 "sgd (default), sgd:lr=0.1,momentum=0.9,wd=5e-4, adagrad:lr=..., adam:lr=... (see ps/optimizer.h)")
+                 "sgd (default), sgd:lr=0.1,momentum=0.9,wd=5e-4, adagrad:lr=..., adam:lr=... (see kernels/optimizer_config.h)")
       ->type_name("SPEC");
   app.add_option("--backend", o.backend, "Transport backend: tcp (default) or verbs")
       ->type_name("NAME")
@@ -85,7 +85,7 @@ std::string checkJobOptions(JobOptions& o, const char* environment_secret) {
   auto consistency = ps::parseConsistency(o.consistency_spec);
   if (!consistency) return fmt::format("--consistency: {}", consistency.status().message());
   o.consistency = *consistency;
-  auto optimizer = ps::parseOptimizer(o.optimizer_spec);
+  auto optimizer = kernels::parseOptimizer(o.optimizer_spec);
   if (!optimizer) return fmt::format("--optimizer: {}", optimizer.status().message());
   o.optimizer = *optimizer;
   if ((o.rank >= 0) != (o.size >= 0)) {

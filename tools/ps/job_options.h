@@ -15,7 +15,7 @@
 
 #include "ps/chunk_layout.h"
 #include "ps/consistency.h"
-#include "ps/optimizer.h"
+#include "kernels/optimizer_config.h"
 
 namespace poseidon::tools {
 
@@ -46,7 +46,7 @@ struct JobOptions {
   std::vector<ps::TensorSpec> model;
   uint64_t model_bytes = 0;
   ps::Consistency consistency;
-  ps::OptimizerConfig optimizer;
+  kernels::OptimizerConfig optimizer;
 };
 
 // Registers the shared options on `app`, writing into `options`.

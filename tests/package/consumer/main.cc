@@ -6,6 +6,7 @@
 #include "transport/bootstrap/file_store.h"
 #include "transport/device.h"
 
+using namespace poseidon;
 using namespace poseidon::transport;
 
 int main(int argc, char** argv) {

@@ -1,0 +1,151 @@
+#include "ps/checkpoint/checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <utility>
+
+#include "ps/checkpoint/checkpoint_format.h"
+#include "ps/checkpoint/checkpoint_names.h"
+#include "ps/checkpoint/checkpoint_stream.h"
+
+namespace poseidon::ps {
+
+
+namespace {
+
+Status checkSpan(std::string_view name, size_t size, uint64_t expected) {
+  if (size == expected) return Status::ok();
+  return makeStatus(StatusCode::kInvalidArgument, "checkpoint {} has {} floats; the identity needs {}", name, size,
+                    expected);
+}
+
+// The caller's buffers against the identity, before a file is touched.
+Status checkBuffers(const CheckpointIdentity& id, const CheckpointData& data) {
+  if (id.state_words > 2) {
+    return makeStatus(StatusCode::kInvalidArgument, "checkpoint state_words {} is not 0, 1 or 2", id.state_words);
+  }
+  POSEIDON_RETURN_IF_ERROR(checkSpan("params", data.params.size(), id.elements));
+  POSEIDON_RETURN_IF_ERROR(checkSpan("state word 0", data.state0.size(), id.state_words >= 1 ? id.elements : 0));
+  return checkSpan("state word 1", data.state1.size(), id.state_words >= 2 ? id.elements : 0);
+}
+
+// What the writer needs beyond checkBuffers(): anything the reader would refuse is refused here,
+// so a job never writes a checkpoint it cannot load.
+Status checkWrite(const std::string& dir, const CheckpointIdentity& id, const CheckpointData& data, int keep) {
+  if (dir.empty()) return makeStatus(StatusCode::kInvalidArgument, "checkpoint directory is empty");
+  if (keep < 1) return makeStatus(StatusCode::kInvalidArgument, "checkpoint keep {} is not >= 1", keep);
+  POSEIDON_RETURN_IF_ERROR(checkBuffers(id, data));
+  if (data.chunk_steps.size() != id.chunks) {
+    return makeStatus(StatusCode::kInvalidArgument, "checkpoint chunk_steps has {} values; the identity has {} chunks",
+                      data.chunk_steps.size(), id.chunks);
+  }
+  if (data.applied.size() != uint64_t{id.chunks} * id.workers) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "checkpoint applied has {} values; the identity needs chunks {} x workers {}",
+                      data.applied.size(), id.chunks, id.workers);
+  }
+  for (const auto& [field, value] : {std::pair{"optimizer", &id.optimizer}, {"consistency", &id.consistency}}) {
+    if (value->size() > checkpoint_format::kMaxStringBytes) {
+      return makeStatus(StatusCode::kInvalidArgument, "checkpoint {} string of {} bytes exceeds the limit {}", field,
+                        value->size(), checkpoint_format::kMaxStringBytes);
+    }
+  }
+  return Status::ok();
+}
+
+// Without this a rename (or a new directory) may still be only in memory when the machine loses
+// power.
+Status syncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errnoStatus(StatusCode::kIoError, "open directory " + dir);
+  const bool synced = ::fsync(fd) == 0;
+  Status status = synced ? Status::ok() : errnoStatus(StatusCode::kIoError, "fsync directory " + dir);
+  ::close(fd);
+  return status;
+}
+
+Status makeDirectory(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    if (errno == EEXIST) return Status::ok();
+    return errnoStatus(StatusCode::kIoError, "create checkpoint directory " + dir);
+  }
+  std::filesystem::path created = std::filesystem::path(dir).lexically_normal();
+  if (!created.has_filename()) created = created.parent_path();  // "a/b/" is b, whose parent is a
+  const std::filesystem::path parent = created.parent_path();
+  return syncDirectory(parent.empty() ? "." : parent.string());
+}
+
+Status writeTemporary(const std::string& path, const CheckpointIdentity& id, const CheckpointData& data) {
+  CheckpointWriter writer(path);
+  POSEIDON_RETURN_IF_ERROR(writer.create());
+  POSEIDON_RETURN_IF_ERROR(checkpoint_format::header(writer, id, data.clock));
+  POSEIDON_RETURN_IF_ERROR(checkpoint_format::payload(writer, id, data));
+  return writer.finish();
+}
+
+// Only files older than the one just written count against `keep`: a newer one (left by a run
+// that went further before it was restarted from here) is not ours to judge, and the file just
+// written is never removed.
+Status pruneOlder(const std::string& dir, uint32_t server, uint64_t clock, int keep) {
+  std::vector<uint64_t> older = listCheckpoints(dir, server);
+  std::erase_if(older, [clock](uint64_t c) { return c >= clock; });
+  const size_t keep_older = static_cast<size_t>(keep - 1);
+  if (older.size() <= keep_older) return Status::ok();
+  older.resize(older.size() - keep_older);
+  for (const uint64_t c : older) {
+    const std::string path = checkpointPath(dir, server, c);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      const std::string written = checkpointPath(dir, server, clock);
+      return errnoStatus(StatusCode::kIoError,
+                         fmt::format("checkpoint {} is complete, but removing the older {} failed", written, path));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status writeCheckpoint(const std::string& dir, const CheckpointIdentity& identity, const CheckpointData& data,
+                       int keep) {
+  POSEIDON_RETURN_IF_ERROR(checkWrite(dir, identity, data, keep));
+  POSEIDON_RETURN_IF_ERROR(makeDirectory(dir));
+  const std::string temp = checkpointTempPath(dir, identity.server, data.clock);
+  const std::string path = checkpointPath(dir, identity.server, data.clock);
+  Status status = writeTemporary(temp, identity, data);
+  if (status.isOk() && ::rename(temp.c_str(), path.c_str()) != 0) {
+    status = errnoStatus(StatusCode::kIoError, fmt::format("rename checkpoint {} to {}", temp, path));
+  }
+  if (!status.isOk()) {
+    ::unlink(temp.c_str());  // a partial file only takes space; the previous checkpoint is intact
+    return status;
+  }
+  POSEIDON_RETURN_IF_ERROR(syncDirectory(dir));
+  return pruneOlder(dir, identity.server, data.clock, keep);
+}
+
+Status loadCheckpoint(const std::string& dir, const CheckpointIdentity& identity, uint64_t clock,
+                      CheckpointData& data) {
+  POSEIDON_RETURN_IF_ERROR(checkBuffers(identity, data));
+  CheckpointReader reader(checkpointPath(dir, identity.server, clock));
+  POSEIDON_RETURN_IF_ERROR(reader.open());
+  POSEIDON_RETURN_IF_ERROR(checkpoint_format::header(reader, identity, clock));
+  // Counters land here and reach `data` only if the whole file checks out. The parameters and
+  // state go straight into the caller's buffers (they may be GBs), so the file's size is checked
+  // first: after that only a checksum mismatch or an I/O error can leave them half-overwritten.
+  CheckpointData staged{.clock = clock, .params = data.params, .state0 = data.state0, .state1 = data.state1};
+  checkpoint_format::FieldSizes sizes;
+  POSEIDON_RETURN_IF_ERROR(checkpoint_format::payload(sizes, identity, staged));
+  POSEIDON_RETURN_IF_ERROR(reader.expectRemaining(sizes.fields()));
+  POSEIDON_RETURN_IF_ERROR(checkpoint_format::payload(reader, identity, staged));
+  POSEIDON_RETURN_IF_ERROR(reader.checksum());
+  data.clock = clock;
+  data.chunk_steps = std::move(staged.chunk_steps);
+  data.applied = std::move(staged.applied);
+  return Status::ok();
+}
+
+}  // namespace poseidon::ps

@@ -1,0 +1,67 @@
+// Checkpoint files: one per server and clock, written so that a crash at any moment leaves the
+// previous complete checkpoint intact.
+//
+// A server writes "<dir>/server-<s>.clock-<T>.ckpt" through a temporary file in the same
+// directory: write, fsync, rename, fsync the directory. The file holds a fixed little-endian
+// header (magic, format version, the identity below), the per-chunk counters, the parameters and
+// the optimizer state, and a CRC32C of everything before it. Loading checks every field against
+// the running job and refuses, saying which field differs and both values, or where the file is
+// short or its checksum wrong.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace poseidon::ps {
+
+
+// What must match between the job that wrote a checkpoint and the job that loads it.
+struct CheckpointIdentity {
+  uint32_t server = 0;
+  uint32_t servers = 1;
+  uint32_t workers = 1;
+  uint64_t chunk_bytes = 0;
+  uint64_t model_fingerprint = 0;  // modelFingerprint() of the tensor list
+  uint32_t chunks = 0;             // chunks this server holds
+  uint64_t elements = 0;           // float32 parameters this server holds
+  uint32_t state_words = 0;        // optimizer state words per parameter (0, 1 or 2)
+  std::string optimizer;           // kernels::OptimizerConfig::canonical()
+  std::string consistency;         // "bsp", "ssp:3", "async"
+};
+
+// The contents. On write the spans are read; on load they are filled (sizes must match the
+// identity: params and each state word have `elements` floats; state words beyond state_words
+// are empty spans).
+struct CheckpointData {
+  uint64_t clock = 0;                 // every chunk of the server is at this version
+  std::vector<uint64_t> chunk_steps;  // per chunk: optimizer steps applied so far
+  std::vector<uint64_t> applied;      // per chunk, per worker (chunk-major): pushes applied
+  std::span<float> params;
+  std::span<float> state0;
+  std::span<float> state1;
+};
+
+std::string checkpointPath(const std::string& dir, uint32_t server, uint64_t clock);
+
+// Writes atomically (temporary file, fsync, rename, directory fsync), then removes this server's
+// older checkpoints beyond the newest `keep`.
+Status writeCheckpoint(const std::string& dir, const CheckpointIdentity& identity, const CheckpointData& data,
+                       int keep = 2);
+
+// Loads <dir>/server-<s>.clock-<clock>.ckpt into `data` (spans preallocated by the caller),
+// refusing a file whose identity, sizes or checksum do not match, with a message naming the
+// file, the field, the file's value and the expected one. On failure data.clock and the counters
+// are unchanged and the spans are untouched, except after a checksum mismatch or read error in
+// the payload (the file's size is checked before any float is read into them).
+Status loadCheckpoint(const std::string& dir, const CheckpointIdentity& identity, uint64_t clock,
+                      CheckpointData& data);
+
+// Clocks of this server's complete checkpoint files in `dir`, ascending (temporary files and
+// other servers' files are ignored; a missing directory is an empty list).
+std::vector<uint64_t> listCheckpoints(const std::string& dir, uint32_t server);
+
+}  // namespace poseidon::ps

@@ -1,0 +1,59 @@
+#include "ps/checkpoint/resume.h"
+
+#include <algorithm>
+#include <charconv>
+#include <fmt/format.h>
+#include <string>
+
+namespace poseidon::ps {
+
+
+namespace {
+
+std::string clocksKey(const PsJob& job, int server) { return fmt::format("{}/checkpoints/{}", job.name, server); }
+
+Result<std::vector<uint64_t>> parseClocks(const std::string& key, const std::string& text) {
+  std::vector<uint64_t> clocks;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    uint64_t clock = 0;
+    const auto [stop, error] = std::from_chars(text.data() + at, text.data() + end, clock);
+    if (error != std::errc() || stop != text.data() + end || end == at) {
+      return makeStatus(StatusCode::kProtocolError, "store key {} holds '{}', not a list of clocks", key, text);
+    }
+    clocks.push_back(clock);
+    at = end + 1;
+  }
+  return clocks;
+}
+
+}  // namespace
+
+Status publishCheckpointClocks(transport::bootstrap::Store& store, const PsJob& job, int server,
+                               const std::vector<uint64_t>& clocks) {
+  return transport::bootstrap::setString(store, clocksKey(job, server), fmt::format("{}", fmt::join(clocks, ",")));
+}
+
+Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job, Deadline deadline) {
+  std::vector<uint64_t> common;
+  for (int server = 0; server < job.servers; ++server) {
+    const std::string key = clocksKey(job, server);
+    auto text = transport::bootstrap::getString(store, key, deadline);
+    if (!text) return text.status();
+    auto clocks = parseClocks(key, *text);
+    if (!clocks) return clocks.status();
+    std::sort(clocks->begin(), clocks->end());
+    if (server == 0) {
+      common = std::move(*clocks);
+    } else {
+      std::vector<uint64_t> both;
+      std::set_intersection(common.begin(), common.end(), clocks->begin(), clocks->end(), std::back_inserter(both));
+      common = std::move(both);
+    }
+  }
+  return common.empty() ? uint64_t{0} : common.back();
+}
+
+}  // namespace poseidon::ps

@@ -1,0 +1,52 @@
+#include "scheme/serial_driver.h"
+
+#include <utility>
+
+namespace poseidon::scheme {
+
+SerialDriver::SerialDriver(std::string name) : name_(std::move(name)), thread_([this] { loop(); }) {}
+
+SerialDriver::~SerialDriver() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+transport::RequestPtr SerialDriver::submit(std::string what, std::function<Status()> work) {
+  auto request = std::make_shared<transport::Request>(std::move(what));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!stopping_) {
+      queue_.push_back({request, std::move(work)});
+      cv_.notify_one();
+      return request;
+    }
+  }
+  request->complete(makeStatus(StatusCode::kUnavailable, "{}: the {} is shutting down", request->what(), name_));
+  return request;
+}
+
+size_t SerialDriver::pending() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.size() + running_;
+}
+
+void SerialDriver::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything queued has run
+    Work work = std::move(queue_.front());
+    queue_.pop_front();
+    ++running_;
+    lock.unlock();
+    work.request->complete(work.run());
+    lock.lock();
+    --running_;
+  }
+}
+
+}  // namespace poseidon::scheme

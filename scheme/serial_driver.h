@@ -1,0 +1,62 @@
+// SerialDriver: the thread that finishes a scheme's started syncs, one after another, in the
+// order they were started, completing the request each start() handed out.
+//
+// A scheme's start(layer) does at once what cannot block (posting its writes, a push, a pull)
+// and hands the rest (waiting for peers, reducing, applying an update) to its driver, so the
+// caller goes on with the backward pass of the layers below ([Poseidon ATC'17] section 3.1).
+// Finishing in start order is what the schemes need: every worker starts a scheme's layers in
+// the same order, so a ring's steps or SFB's banks line up across ranks, and NCCL's single
+// stream per communicator keeps the same rule.
+//
+// Each piece of work carries the sync's own deadline, so a request always completes by then:
+// with the work's status, or with kTimeout naming what it waited for. A waiter can therefore wait
+// for the request without a deadline of its own. The destructor finishes the work already queued
+// (each is bounded by its deadline) and refuses new work meanwhile.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+#include "transport/request.h"
+
+namespace poseidon::scheme {
+
+class SerialDriver {
+ public:
+  // `name` names the thread in failures ("ring all-reduce driver").
+  explicit SerialDriver(std::string name);
+  ~SerialDriver();
+  SerialDriver(const SerialDriver&) = delete;
+  SerialDriver& operator=(const SerialDriver&) = delete;
+
+  // Queues `work` behind everything submitted before; the returned request (described by `what`,
+  // e.g. "SFB sync of layer 2 'fc7' iteration 5") completes with the status `work` returns, which
+  // names the layer and the peer itself. After shutdown began, the request fails at once.
+  transport::RequestPtr submit(std::string what, std::function<Status()> work);
+
+  // Works queued or running.
+  size_t pending() const;
+
+ private:
+  struct Work {
+    transport::RequestPtr request;
+    std::function<Status()> run;
+  };
+
+  void loop();
+
+  const std::string name_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Work> queue_;
+  size_t running_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;  // last: started once the rest is built
+};
+
+}  // namespace poseidon::scheme

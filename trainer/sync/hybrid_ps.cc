@@ -1,0 +1,44 @@
+#include "trainer/sync/hybrid_ps.h"
+
+namespace poseidon::trainer {
+
+std::vector<ps::TensorSpec> hybridTensors(std::span<const trainer::LayerShape> layers) {
+  std::vector<ps::TensorSpec> tensors;
+  for (const trainer::LayerShape& layer : layers) {
+    tensors.push_back({layer.name, static_cast<uint64_t>(layer.denseFloats())});
+  }
+  return tensors;
+}
+
+Result<ps::ChunkLayout> hybridLayout(std::span<const trainer::LayerShape> layers, int servers,
+                                                uint64_t chunk_bytes) {
+  std::vector<size_t> starts(layers.size());
+  for (size_t l = 0; l < layers.size(); ++l) starts[l] = l;
+  const auto tensors = hybridTensors(layers);
+  return ps::ChunkLayout::build(tensors, servers, chunk_bytes, starts);
+}
+
+ps::PsJob hybridPsJob(int workers, int servers, const std::string& name) {
+  ps::PsJob job;
+  job.workers = workers;
+  job.servers = servers;
+  job.name = name + "/ps";
+  return job;
+}
+
+Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& context,
+                                                                    transport::bootstrap::Store& store,
+                                                                    std::span<const trainer::LayerShape> layers,
+                                                                    int workers, int servers, uint64_t chunk_bytes,
+                                                                    const std::string& name,
+                                                                    Deadline deadline) {
+  auto layout = hybridLayout(layers, servers, chunk_bytes);
+  if (!layout) return layout.status();
+  ps::ServerOptions options;
+  options.optimizer.sum_only = true;
+  options.average = false;  // the workers scale by 1/P1 in their own step
+  const auto tensors = hybridTensors(layers);
+  return ps::Server::start(context, store, tensors, *layout, hybridPsJob(workers, servers, name), options, deadline);
+}
+
+}  // namespace poseidon::trainer

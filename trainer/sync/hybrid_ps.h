@@ -1,0 +1,36 @@
+// The parameter server as HybComm uses it: a summation service (ps optimizer "sum", BSP, no
+// averaging) over one tensor per layer, each layer starting a fresh chunk so that a layer can go
+// through the PS in an iteration while its neighbours go another way. Workers (HybridSync) and
+// servers build the same model and layout from the same layer list with these functions.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ps/chunk_layout.h"
+#include "ps/job.h"
+#include "ps/server.h"
+#include "trainer/hybcomm/layer_shape.h"
+#include "transport/bootstrap/store.h"
+#include "transport/context.h"
+
+namespace poseidon::trainer {
+
+// One tensor per layer, named for it, of its dense gradient's floats (FC: M*N).
+std::vector<ps::TensorSpec> hybridTensors(std::span<const trainer::LayerShape> layers);
+Result<ps::ChunkLayout> hybridLayout(std::span<const trainer::LayerShape> layers, int servers,
+                                                uint64_t chunk_bytes);
+ps::PsJob hybridPsJob(int workers, int servers, const std::string& name);
+
+// A summation server of a HybridSync job named `name` (HybridOptions::name): rank P1 + s of the
+// PS context. Every worker and server must be given the same layers, counts and chunk size.
+Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& context,
+                                                                    transport::bootstrap::Store& store,
+                                                                    std::span<const trainer::LayerShape> layers,
+                                                                    int workers, int servers, uint64_t chunk_bytes,
+                                                                    const std::string& name,
+                                                                    Deadline deadline);
+
+}  // namespace poseidon::trainer

@@ -1,0 +1,271 @@
+#include "trainer/sync/hybrid_sync.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <optional>
+
+#include "trainer/hybcomm/store_agreement.h"
+#include "trainer/sync/hybrid_ps.h"
+#include "trainer/sync/replica.h"
+#include "trainer/sync/replica_check.h"
+#include "trainer/sync/scheme_syncers.h"
+
+namespace poseidon::trainer {
+
+namespace {
+
+constexpr size_t kNoIndex = SIZE_MAX;
+constexpr std::chrono::seconds kAgreementTimeout{120};
+
+// The schemes HybComm may pick for some layer under `options`.
+std::vector<scheme::Scheme> schemesOf(const HybComm& hybcomm, const HybCommOptions& options) {
+  std::vector<scheme::Scheme> used;
+  const auto add = [&](scheme::Scheme s) {
+    if (std::find(used.begin(), used.end(), s) == used.end()) used.push_back(s);
+  };
+  add(scheme::Scheme::kPs);
+  for (size_t l = 0; l < hybcomm.layerCount(); ++l) {
+    add(hybcomm.scheme(l));
+    if (options.mode != HybCommMode::kAdaptive) continue;
+    for (scheme::Scheme candidate : options.candidates) {
+      if (HybComm::applies(candidate, hybcomm.layer(l))) add(candidate);
+    }
+  }
+  return used;
+}
+
+class HybridSyncImpl final : public HybridSync {
+ public:
+  HybridSyncImpl(const HybridContexts& contexts, std::vector<LayerShape> layers, const HybridOptions& options,
+                 HybComm hybcomm)
+      : contexts_(contexts), options_(options), hybcomm_(std::move(hybcomm)),
+        replica_(std::move(layers), options.batch, withMeanScale(options.optimizer, options.workers)),
+        started_(replica_.layerCount()) {}
+
+  Status setUp(transport::bootstrap::Store& store, Deadline deadline);
+
+  size_t layerCount() const override { return replica_.layerCount(); }
+  std::span<float> params(size_t layer) override { return replica_.params(layer); }
+  std::span<float> u(size_t layer) override { return replica_.u(layer); }
+  std::span<float> v(size_t layer) override { return replica_.v(layer); }
+  std::span<float> gradient(size_t layer) override { return replica_.gradient(layer); }
+  transport::RequestPtr startLayer(size_t layer, Deadline deadline) override;
+  Result<LayerSyncResult> waitLayer(size_t layer, Deadline deadline) override;
+  Result<LayerSyncResult> syncLayer(size_t layer, Deadline deadline) override {
+    const transport::RequestPtr request = startLayer(layer, deadline);
+    if (layer >= started_.size() || started_[layer].request != request) return request->status();  // refused
+    return waitLayer(layer, deadline);
+  }
+  Status endIteration(Deadline deadline) override;
+  Status finish(Deadline deadline) override;
+  const HybComm& hybcomm() const override { return hybcomm_; }
+
+ private:
+  // A layer's sync of the current iteration, from startLayer() to waitLayer().
+  struct Started {
+    transport::RequestPtr request;  // null: not started this iteration
+    Syncer* syncer = nullptr;
+    Clock::time_point at{};
+    scheme::Traffic before;
+    bool waited = false;
+  };
+
+  static kernels::OptimizerConfig withMeanScale(kernels::OptimizerConfig optimizer, int workers) {
+    optimizer.grad_scale = 1.0f / static_cast<float>(workers);
+    return optimizer;
+  }
+  Syncer* syncerFor(scheme::Scheme s) { return syncers_[static_cast<size_t>(s)].get(); }
+
+  HybridContexts contexts_;
+  HybridOptions options_;
+  HybComm hybcomm_;
+  Replica replica_;
+  Agree agree_;
+  transport::bootstrap::Store* store_ = nullptr;  // outlives this object, as the schemes need anyway
+  uint64_t iteration_ = 0;
+  std::vector<Started> started_;  // per layer
+  // By scheme::Scheme; null for a scheme no layer may use. Declared after the replica, so their
+  // drivers finish what is queued before it goes.
+  std::array<std::unique_ptr<Syncer>, 4> syncers_;
+};
+
+Status HybridSyncImpl::setUp(transport::bootstrap::Store& store, Deadline deadline) {
+  const int workers = options_.workers;
+  POSEIDON_RETURN_IF_ERROR(replica_.optimizer().validate());
+  if (replica_.optimizer().sum_only) {
+    return makeStatus(StatusCode::kInvalidArgument, "the workers' optimizer cannot be 'sum' (that is the servers')");
+  }
+  std::vector<sfb::SfLayer> sf_layers;
+  std::vector<adam::AdamLayer> adam_layers;
+  std::vector<ring::RingLayer> ring_layers;
+  std::vector<size_t> fc_index;  // layer -> index among the FC layers (SFB, Adam), or kNoIndex
+  for (size_t l = 0; l < replica_.layerCount(); ++l) {
+    const LayerShape& layer = replica_.layer(l);
+    ring_layers.push_back({layer.name, static_cast<size_t>(layer.denseFloats())});
+    if (layer.isFullyConnected()) {
+      fc_index.push_back(sf_layers.size());
+      const auto m = static_cast<size_t>(layer.m), n = static_cast<size_t>(layer.n);
+      const auto k = static_cast<size_t>(options_.batch);
+      sf_layers.push_back({layer.name, m, n, k});
+      adam_layers.push_back({layer.name, m, n, k});
+    } else {
+      fc_index.push_back(kNoIndex);
+    }
+  }
+
+  const std::vector<scheme::Scheme> used = schemesOf(hybcomm_, options_.hybcomm);
+  const auto uses = [&](scheme::Scheme s) { return std::find(used.begin(), used.end(), s) != used.end(); };
+  const auto missing = [&](scheme::Scheme s) {
+    return makeStatus(StatusCode::kInvalidArgument, "HybComm may pick {} for some layer, but no {} context was given",
+                      scheme::schemeName(s), scheme::schemeName(s));
+  };
+
+  if (contexts_.ps == nullptr) return missing(scheme::Scheme::kPs);
+  std::vector<LayerShape> layers;
+  for (size_t l = 0; l < replica_.layerCount(); ++l) layers.push_back(replica_.layer(l));
+  const auto tensors = hybridTensors(layers);
+  auto layout = hybridLayout(layers, options_.ps_servers, options_.chunk_bytes);
+  if (!layout) return layout.status();
+  std::vector<ps::Layer> ps_layers;
+  for (size_t l = 0; l < layers.size(); ++l) ps_layers.push_back({layers[l].name, {l}});
+  auto client = ps::Client::start(*contexts_.ps, store, tensors, *layout, std::move(ps_layers),
+                                  hybridPsJob(workers, options_.ps_servers, options_.name), ps::Consistency{},
+                                  deadline);
+  if (!client) return client.status();
+  // The protocol's first steps: worker 0 initialises the (unused) server memory, all see it.
+  POSEIDON_RETURN_IF_ERROR((*client)->initialize(deadline));
+  std::vector<transport::RequestPtr> pulls;
+  for (size_t l = 0; l < layers.size(); ++l) pulls.push_back((*client)->pull(l));
+  for (const auto& pull : pulls) POSEIDON_RETURN_IF_ERROR((*client)->wait(pull, deadline));
+  syncers_[static_cast<size_t>(scheme::Scheme::kPs)] = makePsSyncer(std::move(*client), *layout, replica_);
+
+  if (uses(scheme::Scheme::kSfb)) {
+    if (contexts_.sfb == nullptr) return missing(scheme::Scheme::kSfb);
+    auto sfb = sfb::SfBroadcast::start(*contexts_.sfb, store, sf_layers, deadline);
+    if (!sfb) return sfb.status();
+    auto syncer = makeSfbSyncer(std::move(*sfb), fc_index, replica_);
+    if (!syncer) return syncer.status();
+    syncers_[static_cast<size_t>(scheme::Scheme::kSfb)] = std::move(*syncer);
+  }
+  if (uses(scheme::Scheme::kRing)) {
+    if (contexts_.ring == nullptr) return missing(scheme::Scheme::kRing);
+    ring::RingOptions ring_options;
+    ring_options.name = options_.name + "/ring";
+    auto ring = ring::RingAllreduce::start(*contexts_.ring, store, ring_layers, ring_options, deadline);
+    if (!ring) return ring.status();
+    syncers_[static_cast<size_t>(scheme::Scheme::kRing)] = makeRingSyncer(std::move(*ring), replica_);
+  }
+  if (uses(scheme::Scheme::kAdam)) {
+    if (contexts_.adam == nullptr) return missing(scheme::Scheme::kAdam);
+    auto adam = adam::AdamWorker::start(*contexts_.adam, store, adam_layers, workers, deadline);
+    if (!adam) return adam.status();
+    syncers_[static_cast<size_t>(scheme::Scheme::kAdam)] = makeAdamSyncer(std::move(*adam), fc_index, replica_);
+  }
+  store_ = &store;
+  agree_ = storeAgreement(store, options_.name + "/hybcomm", contexts_.ps->rank(), workers, kAgreementTimeout);
+  return Status::ok();
+}
+
+transport::RequestPtr HybridSyncImpl::startLayer(size_t layer, Deadline deadline) {
+  const auto refuse = [&](Status why) {
+    return transport::failedRequest(fmt::format("sync of layer {} in iteration {}", layer, iteration_), std::move(why));
+  };
+  if (layer >= started_.size()) {
+    return refuse(makeStatus(StatusCode::kInvalidArgument, "layer {} is not in [0, {})", layer, started_.size()));
+  }
+  Started& started = started_[layer];
+  if (started.request) {
+    return refuse(makeStatus(StatusCode::kInvalidArgument, "layer '{}' was already started in iteration {}",
+                             replica_.layer(layer).name, iteration_));
+  }
+  const scheme::Scheme s = hybcomm_.scheme(layer);
+  Syncer* syncer = syncerFor(s);
+  if (syncer == nullptr) {
+    return refuse(makeStatus(StatusCode::kInternal, "HybComm picked {} for layer '{}', which was not set up",
+                             scheme::schemeName(s), replica_.layer(layer).name));
+  }
+  started.syncer = syncer;
+  started.before = syncer->traffic(layer);
+  started.at = Clock::now();
+  started.waited = false;
+  started.request = syncer->start(layer, iteration_, deadline);
+  return started.request;
+}
+
+Result<LayerSyncResult> HybridSyncImpl::waitLayer(size_t layer, Deadline deadline) {
+  if (layer >= started_.size()) {
+    return makeStatus(StatusCode::kInvalidArgument, "waiting for layer {}: not in [0, {})", layer, started_.size());
+  }
+  Started& started = started_[layer];
+  if (!started.request) {
+    return makeStatus(StatusCode::kInvalidArgument, "waiting for layer '{}' in iteration {}: its sync was not started",
+                      replica_.layer(layer).name, iteration_);
+  }
+  POSEIDON_RETURN_IF_ERROR(started.request->wait(deadline));
+  POSEIDON_RETURN_IF_ERROR(started.request->status());
+  LayerSyncResult result;
+  result.scheme = started.syncer->scheme();
+  result.seconds = std::chrono::duration<double>(started.request->completedAt() - started.at).count();
+  const scheme::Traffic after = started.syncer->traffic(layer);
+  result.bytes_sent = after.sent_bytes - started.before.sent_bytes;
+  result.bytes_received = after.received_bytes - started.before.received_bytes;
+  if (!started.waited) hybcomm_.record(layer, result.seconds, result.bytes_sent, result.bytes_received);
+  started.waited = true;
+  return result;
+}
+
+Status HybridSyncImpl::endIteration(Deadline deadline) {
+  for (size_t l = 0; l < started_.size(); ++l) {
+    Started& started = started_[l];
+    if (started.request && !started.waited) {
+      return makeStatus(StatusCode::kInvalidArgument,
+                        "ending iteration {} while the sync of layer '{}' was started but not waited for", iteration_,
+                        replica_.layer(l).name);
+    }
+    started.request.reset();
+  }
+  ++iteration_;
+  const uint64_t every = options_.replica_check_every;
+  if (every > 0 && iteration_ % every == 0) {
+    for (size_t l = 0; l < replica_.layerCount(); ++l) {
+      POSEIDON_RETURN_IF_ERROR(checkReplicas(*store_, fmt::format("{}/replicas/{}", options_.name, l),
+                                             contexts_.ps->rank(), options_.workers, iteration_, replica_.params(l),
+                                             deadline));
+    }
+  }
+  return hybcomm_.endIteration(agree_);
+}
+
+Status HybridSyncImpl::finish(Deadline deadline) {
+  // The Adam servers first: the PS servers are told last, as before.
+  for (scheme::Scheme s : {scheme::Scheme::kAdam, scheme::Scheme::kRing, scheme::Scheme::kSfb, scheme::Scheme::kPs}) {
+    if (Syncer* syncer = syncerFor(s)) POSEIDON_RETURN_IF_ERROR(syncer->finish(deadline));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::vector<scheme::Scheme>> schemesInUse(std::span<const trainer::LayerShape> layers,
+                                                    const HybridOptions& options) {
+  auto hybcomm = HybComm::create({layers.begin(), layers.end()}, {options.workers, options.ps_servers, options.batch},
+                                 options.hybcomm);
+  if (!hybcomm) return hybcomm.status();
+  return schemesOf(*hybcomm, options.hybcomm);
+}
+
+Result<std::unique_ptr<HybridSync>> HybridSync::start(const HybridContexts& contexts,
+                                                                 transport::bootstrap::Store& store,
+                                                                 std::vector<trainer::LayerShape> layers,
+                                                                 const HybridOptions& options, Deadline deadline) {
+  auto hybcomm = HybComm::create(layers, {options.workers, options.ps_servers, options.batch}, options.hybcomm);
+  if (!hybcomm) return hybcomm.status();
+  auto sync = std::make_unique<HybridSyncImpl>(contexts, std::move(layers), options, std::move(*hybcomm));
+  POSEIDON_RETURN_IF_ERROR(sync->setUp(store, deadline));
+  return std::unique_ptr<HybridSync>(std::move(sync));
+}
+
+}  // namespace poseidon::trainer

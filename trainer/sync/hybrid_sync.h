@@ -1,0 +1,117 @@
+// HybridSync: a worker's side of HybComm. Each layer of the model is synchronised, every
+// iteration, by the scheme HybComm names for it — a table of syncers, one per scheme in use
+// (scheme_syncers.h: PS summation servers, ring all-reduce, the Adam-style scheme, SFB) — and the
+// same optimizer step is then applied to this worker's replica of the layer (replica.h). The
+// weights and the optimizer state never leave the workers, so a layer can change scheme from one
+// iteration to the next at no cost, and all replicas stay bit-identical whatever the schemes
+// (each scheme gives every worker the same bits; the order of a sum differs between schemes, so
+// two schemes agree to rounding, not to the bit).
+//
+// Syncs are non-blocking: startLayer() returns a request at once and waitLayer() collects it, so
+// layers of different schemes can be in flight together (wait-free backpropagation,
+// [Poseidon ATC'17] section 3.1); syncLayer() is the two in turn.
+//
+// One object per worker; the schemes' contexts are separate (each scheme owns the notification
+// streams of its pairs): the PS context holds the P1 workers then the P2 servers, the SFB and
+// ring contexts the P1 workers, the Adam context the P1 workers then its servers. Gradients of
+// an FC layer come as factors: u(l) (M x K) and v(l) (N x K), this worker's batch of K; the full
+// M x N gradient the PS and ring schemes need is formed from them at the sync's start (a trainer
+// on PS computes that product in its backward pass anyway). Other layers give their gradient in
+// gradient(l).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/optimizer_config.h"
+#include "transport/request.h"
+#include "trainer/hybcomm/layer_shape.h"
+#include "trainer/hybcomm/hybcomm.h"
+#include "transport/bootstrap/store.h"
+#include "transport/context.h"
+
+namespace poseidon::trainer {
+
+struct HybridContexts {
+  transport::Context* ps = nullptr;    // required: P1 workers + P2 summation servers
+  transport::Context* sfb = nullptr;   // needed when any layer may go SFB
+  transport::Context* ring = nullptr;  // ... ring
+  transport::Context* adam = nullptr;  // ... Adam (P1 workers + Adam servers)
+};
+
+struct HybridOptions {
+  int workers = 1;       // P1
+  int ps_servers = 1;    // P2 (ranks P1.. of the PS context)
+  int adam_servers = 1;  // ranks P1.. of the Adam context
+  int64_t batch = 1;     // K: the rank of each worker's FC gradient
+  uint64_t chunk_bytes = uint64_t{2} << 20;  // the PS's chunks (each layer starts a fresh one)
+  kernels::OptimizerConfig optimizer;  // run by every worker; grad_scale is set to 1/P1 (the mean)
+  HybCommOptions hybcomm;
+  std::string name = "hybrid";    // store keys of this job
+  // Every this many iterations the workers compare a hash of every layer's replica through the
+  // store (sfb/replica_check.h) and fail naming the ranks that differ; 0: never. On by default
+  // in debug builds only: it costs a store round trip per layer.
+#ifdef NDEBUG
+  uint64_t replica_check_every = 0;
+#else
+  uint64_t replica_check_every = 50;
+#endif
+};
+
+// What one sync did: for HybComm's record() and the benchmark's report.
+struct LayerSyncResult {
+  scheme::Scheme scheme = scheme::Scheme::kPs;
+  double seconds = 0;  // from the first send to the updated weights
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+};
+
+// The schemes a job with these layers and options may use in some iteration (PS always): the
+// server processes of a scheme need starting only when it is listed.
+Result<std::vector<scheme::Scheme>> schemesInUse(std::span<const trainer::LayerShape> layers,
+                                                         const HybridOptions& options);
+
+class HybridSync {
+ public:
+  // Every worker calls this with the same layers and options. Sets up each scheme whose context
+  // is given (the PS always), with its buffers registered once. Fails, naming it, when HybComm
+  // may pick a scheme whose context is missing. The contexts and the store must outlive it.
+  static Result<std::unique_ptr<HybridSync>> start(const HybridContexts& contexts,
+                                                              transport::bootstrap::Store& store,
+                                                              std::vector<trainer::LayerShape> layers,
+                                                              const HybridOptions& options,
+                                                              Deadline deadline);
+  virtual ~HybridSync() = default;
+
+  virtual size_t layerCount() const = 0;
+  // This worker's replica of the layer's weights (FC: M x N row-major; bias not modelled).
+  virtual std::span<float> params(size_t layer) = 0;
+  // FC layers: this iteration's factors, U (M x K) and V (N x K) row-major.
+  virtual std::span<float> u(size_t layer) = 0;
+  virtual std::span<float> v(size_t layer) = 0;
+  // Other layers: this iteration's gradient.
+  virtual std::span<float> gradient(size_t layer) = 0;
+
+  // Starts the layer's sync for the current iteration with HybComm's scheme; returns at once.
+  // The request completes once params(layer) holds the iteration's update, or fails naming the
+  // scheme, the layer and the peer, by `deadline` at the latest. Until then the layer's gradient
+  // (or factors) and parameters belong to the sync. Every worker starts the same layers in the
+  // same order within an iteration; a layer is started at most once per iteration.
+  virtual transport::RequestPtr startLayer(size_t layer, Deadline deadline) = 0;
+  // Waits for the layer's started sync of this iteration and records its time with HybComm.
+  virtual Result<LayerSyncResult> waitLayer(size_t layer, Deadline deadline) = 0;
+  // startLayer() then waitLayer().
+  virtual Result<LayerSyncResult> syncLayer(size_t layer, Deadline deadline) = 0;
+  // Closes the iteration (HybComm's decision points agree across workers through the store;
+  // the replica check runs here when it is due). Fails when a started sync was not waited for.
+  virtual Status endIteration(Deadline deadline) = 0;
+  // Tells the servers this worker is done.
+  virtual Status finish(Deadline deadline) = 0;
+
+  virtual const HybComm& hybcomm() const = 0;
+};
+
+}  // namespace poseidon::trainer
