@@ -50,7 +50,7 @@ std::string explain(const LayerShape& layer, const std::vector<PricedScheme>& pr
     reason += fmt::format(" (not fully connected: {} parameters, no sufficient factors)",
                           formatCount(static_cast<double>(layer.params)));
   }
-  if (rule == Rule::kSacp2015) reason += " (seed 000 totals)";
+  if (rule == Rule::kSacp2015) reason += " ([Poseidon 2015] totals)";
   return reason;
 }
 

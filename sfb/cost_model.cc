@@ -97,7 +97,7 @@ Result<NodeTraffic> busiestNodeTraffic(Scheme scheme, const LayerShape& layer, c
 }
 
 Result<Seed000Totals> seed000Totals(const LayerShape& layer, const ClusterShape& cluster) {
-  POSEIDON_RETURN_IF_ERROR(validateFactored(layer, cluster, "the SF totals of seed 000"));
+  POSEIDON_RETURN_IF_ERROR(validateFactored(layer, cluster, "the SF totals of [Poseidon 2015]"));
   const double p = static_cast<double>(cluster.workers);
   const double factors = factorFloats(layer, cluster);
   const double matrix = static_cast<double>(layer.denseFloats());

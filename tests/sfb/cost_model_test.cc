@@ -11,7 +11,7 @@
 namespace poseidon::sfb {
 namespace {
 
-// AlexNet's fc6 -> fc7 weight (seed 000 section 4.3.1): M = N = 4096, batch K = 256, 4 nodes.
+// AlexNet's fc6 -> fc7 weight ([Poseidon 2015] section 4.3.1): M = N = 4096, batch K = 256, 4 nodes.
 const LayerShape kAlexNetFc7 = LayerShape::fullyConnected("fc7", 4096, 4096);
 constexpr ClusterShape kFourNodes{4, 4, 256};
 
@@ -39,7 +39,7 @@ TEST(CostModel, Seed000WorkedExampleTotals) {
   EXPECT_NEAR(totals->adam / totals->sfb, 4.0, 0.01);
 }
 
-// Seed 000's totals against a simulated iteration of the same schemes: 2PMN and PK(M+N) + PMN
+// [Poseidon 2015]'s totals against a simulated iteration of the same schemes: 2PMN and PK(M+N) + PMN
 // are what the one master sends + receives; (P-1)^2 K(M+N) is neither a node's count nor the
 // network's total (P(P-1)K(M+N) sent), but the per-node count times (P-1)/2.
 TEST(CostModel, Seed000TotalsAreWhatTheyCount) {
