@@ -40,8 +40,7 @@ TEST(IncludeMap, ParsesFoldersAndComments) {
 TEST(IncludeMap, RejectsBadRules) {
   auto no_colon = IncludeMap::parse("common\n");
   ASSERT_FALSE(no_colon.isOk());
-  EXPECT_NE(no_colon.status().message().find("deps line 1 'common'"), std::string::npos)
-      << no_colon.status().message();
+  EXPECT_NE(no_colon.status().message().find("deps line 1 'common'"), std::string::npos) << no_colon.status().message();
   auto twice = IncludeMap::parse("common:\ncommon:\n");
   ASSERT_FALSE(twice.isOk());
   EXPECT_NE(twice.status().message().find("'common' has a rule already"), std::string::npos);
@@ -112,7 +111,8 @@ TEST(IncludeMap, KeepsSeparateFoldersApart) {
 }
 
 TEST(IncludeMap, FindsQuotedIncludesWithTheirLines) {
-  auto found = quotedIncludes("// \"x/y.h\" in a comment\n#include <vector>\n#include \"ps/a.h\"\n  #  include  \"b.h\"\n");
+  auto found =
+      quotedIncludes("// \"x/y.h\" in a comment\n#include <vector>\n#include \"ps/a.h\"\n  #  include  \"b.h\"\n");
   ASSERT_EQ(found.size(), 2u);
   EXPECT_EQ(found[0].line, 3);
   EXPECT_EQ(found[0].path, "ps/a.h");

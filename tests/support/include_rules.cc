@@ -70,7 +70,8 @@ Result<IncludeMap> IncludeMap::parse(std::string_view rules) {
       continue;
     }
     if (left.empty() || left.find('/') != std::string::npos || left == "*") {
-      return makeStatus(StatusCode::kInvalidArgument, "deps line {}: '{}' is not a top-level folder name", number, left);
+      return makeStatus(StatusCode::kInvalidArgument, "deps line {}: '{}' is not a top-level folder name", number,
+                        left);
     }
     if (map.allowed_.count(left)) {
       return makeStatus(StatusCode::kInvalidArgument, "deps line {}: folder '{}' has a rule already", number, left);
