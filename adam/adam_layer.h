@@ -27,7 +27,7 @@ namespace poseidon::adam {
 using AdamLayer = scheme::FactorLayer;
 
 // The placement both sides use: layer l is held by server l % servers. With one server this is
-// seed 000's single master node (its Fig. 4(c)); with more, round robin spreads the layers, and so
+// [Poseidon 2015]'s single master node (its Fig. 4(c)); with more, round robin spreads the layers, and so
 // the scheme's hot nodes, over them.
 constexpr int adamServerOf(size_t layer, int servers) {
   return static_cast<int>(layer % static_cast<size_t>(servers));

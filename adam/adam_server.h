@@ -1,5 +1,5 @@
-// AdamServer: one server of the Adam scheme (seed 000's "Poseidon-Adam" comparator, after Project
-// Adam, OSDI'14). It holds the fully-connected layers adamServerOf() gives it; every iteration each
+// AdamServer: one server of the Adam scheme (the comparator of [Poseidon 2015] section 4.3.1, after
+// [Project Adam]). It holds the fully-connected layers adamServerOf() gives it; every iteration each
 // of the P1 workers writes its sufficient factors of a layer (U and V, one write) into its slot on
 // this server, and once all P1 have landed the server rebuilds G = sum_p U_p V_p^T and writes the
 // full rows x cols matrix into every worker's gradient buffer. It returns the aggregate gradient,

@@ -1,7 +1,7 @@
 // Scheme: the ways one layer's gradients can be synchronised in an iteration.
 //
 // The paper's HybComm chooses between kPs and kSfb; kAdam and kRing are here so the cost model can
-// price the alternatives the papers compare against (seed 000 section 4.3.1, seed 004 section 8).
+// price the alternatives the papers compare against ([Poseidon 2015] section 4.3.1, [Poseidon analysis] section 8).
 #pragma once
 
 #include <string_view>

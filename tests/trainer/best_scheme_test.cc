@@ -1,5 +1,5 @@
 // BestScheme: the closed-form choice, its reasons, its agreement with simulated traffic, and the
-// per-layer decisions seeds 004 and 000 report for the models they trained.
+// per-layer decisions [Poseidon ATC'17] and [Poseidon 2015] report for the models they trained.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -80,7 +80,7 @@ TEST(BestScheme, PicksTheCheaperSimulatedBusiestNode) {
   EXPECT_GT(ps, 20);
 }
 
-// Seed 004 gives its decisions per model, not as a per-layer table; transcribed here:
+// [Poseidon analysis] gives the decisions per model, not as a per-layer table; transcribed here:
 //  - section 4.2 (Fig. 3, Algorithm 1): CONV layers ALWAYS go PS;
 //  - section 5.4 (Figure 8, 16 nodes): VGG19 and VGG19-22K reach linear scaling on 10 GbE only
 //    through HybComm, i.e. their FC layers go SFB; "BestScheme falls back to PS ... for GoogLeNet
@@ -89,7 +89,7 @@ TEST(BestScheme, PicksTheCheaperSimulatedBusiestNode) {
 //    SFB" (section 6.1: "almost every byte goes via SFB");
 //  - batch sizes: Table 3 (section 3), K = 32 for VGG19 / VGG19-22K and 128 for GoogLeNet.
 // Scales: 16 nodes (Figure 8) and 8 and 32 nodes (Figures 5 and 10), one server per node.
-TEST(BestScheme, ReproducesSeed004DecisionsForVgg19) {
+TEST(BestScheme, ReproducesAnalysisDecisionsForVgg19) {
   const Workload vgg19 = ok(vgg19Workload());
   for (int64_t nodes : {8, 16, 32}) {
     const auto decisions = decisionsFor(vgg19, nodes);
@@ -102,7 +102,7 @@ TEST(BestScheme, ReproducesSeed004DecisionsForVgg19) {
   EXPECT_EQ(fc6->reason, "fc6: SFB 28.02M floats < PS 385.35M floats");
 }
 
-TEST(BestScheme, ReproducesSeed004DecisionsForVgg19_22k) {
+TEST(BestScheme, ReproducesAnalysisDecisionsForVgg19_22k) {
   const Workload vgg = ok(vgg19_22kWorkload());
   for (int64_t nodes : {8, 16, 32}) {
     const auto decisions = decisionsFor(vgg, nodes);
@@ -118,7 +118,7 @@ TEST(BestScheme, ReproducesSeed004DecisionsForVgg19_22k) {
   }
 }
 
-TEST(BestScheme, ReproducesSeed004FallbackToPsForGoogLeNet) {
+TEST(BestScheme, ReproducesAnalysisFallbackToPsForGoogLeNet) {
   for (bool auxiliary : {false, true}) {
     const Workload googlenet = googlenetWorkload(auxiliary);
     for (int64_t nodes : {16, 32}) {
@@ -133,7 +133,7 @@ TEST(BestScheme, ReproducesSeed004FallbackToPsForGoogLeNet) {
 
 // Not stated by the paper but implied by its formula (P1 = P2 = P): an FC layer goes SFB while
 // P <= 2MN / (K(M+N)). For GoogLeNet's classifier at K = 128 that is 7.9 nodes, so its PS
-// fallback starts at 8; at seed 000's K = 32 it would stay SFB up to 31 nodes.
+// fallback starts at 8; at [Poseidon 2015]'s K = 32 it would stay SFB up to 31 nodes.
 TEST(BestScheme, GoogLeNetClassifierCrossesOverBetween7And8Nodes) {
   const LayerShape classifier = googlenetWorkload().layers.back();
   EXPECT_EQ(decide(classifier, {7, 7, 128}).scheme, scheme::Scheme::kSfb);
@@ -142,12 +142,12 @@ TEST(BestScheme, GoogLeNetClassifierCrossesOverBetween7And8Nodes) {
   EXPECT_EQ(decide(classifier, {32, 32, 32}).scheme, scheme::Scheme::kPs);
 }
 
-// Seed 000 Algorithm 3 (SACP): SFB vs SFs-to-master on its totals.
-TEST(BestScheme, Seed000SacpRule) {
+// [Poseidon 2015] Algorithm 3 (SACP): SFB vs SFs-to-master on its totals.
+TEST(BestScheme, Poseidon2015SacpRule) {
   const BestSchemeOptions sacp{Rule::kSacp2015};
   const Decision d = decide(kAlexNetFc7, {4, 4, 256}, sacp);
   EXPECT_EQ(d.scheme, scheme::Scheme::kSfb);
-  EXPECT_EQ(d.reason, "fc7: SFB 18.87M floats < Adam 75.50M floats (seed 000 totals)");
+  EXPECT_EQ(d.reason, "fc7: SFB 18.87M floats < Adam 75.50M floats ([Poseidon 2015] totals)");
   // Section 5.2.1: SACP sped up AlexNet (K = 256) and GoogLeNet (K = 32) on 8 nodes, so their FC
   // layers went SFB there. AlexNet's fc6 is 4096 x 9216.
   EXPECT_EQ(decide(LayerShape::fullyConnected("fc6", 4096, 9216), {8, 8, 256}, sacp).scheme, scheme::Scheme::kSfb);
@@ -175,7 +175,7 @@ TEST(BestScheme, RingWinsOnlyWhenStrictlyCheaper) {
 
 // Adam's server takes P1 factor pushes and sends P1 full matrices: its busiest node never beats
 // both SFB and PS (algebra: K(M+N)(P1-2) > P1 MN and P1 K(M+N) < MN(P1-2) cannot both hold),
-// which is seed 004 section 7.3's point.
+// which is [Poseidon analysis] section 7.3's point.
 TEST(BestScheme, AdamServerIsNeverTheCheapest) {
   BestSchemeOptions with_adam;
   with_adam.consider_adam = true;

@@ -11,7 +11,7 @@
 namespace poseidon::trainer {
 namespace {
 
-// AlexNet's fc6 -> fc7 weight (seed 000 section 4.3.1): M = N = 4096, batch K = 256, 4 nodes.
+// AlexNet's fc6 -> fc7 weight ([Poseidon 2015] section 4.3.1): M = N = 4096, batch K = 256, 4 nodes.
 const LayerShape kAlexNetFc7 = LayerShape::fullyConnected("fc7", 4096, 4096);
 constexpr ClusterShape kFourNodes{4, 4, 256};
 
@@ -20,7 +20,7 @@ NodeTraffic ok(const Result<NodeTraffic>& traffic) {
   return traffic.isOk() ? traffic.value() : NodeTraffic{};
 }
 
-TEST(CostModel, Seed004WorkedExamplePerNode) {
+TEST(CostModel, AnalysisWorkedExamplePerNode) {
   // 2K(P1-1)(M+N) = 2 * 256 * 3 * 8192 and 2MN(P1+P2-2)/P2 = 2 * 4096^2 * 6 / 4.
   EXPECT_EQ(ok(sfbNodeTraffic(kAlexNetFc7, kFourNodes)).floats(), 12'582'912.0);
   EXPECT_EQ(ok(psNodeTraffic(kAlexNetFc7, kFourNodes)).floats(), 50'331'648.0);
@@ -28,8 +28,8 @@ TEST(CostModel, Seed004WorkedExamplePerNode) {
   EXPECT_EQ(formatCount(50'331'648), "50.33M");
 }
 
-TEST(CostModel, Seed000WorkedExampleTotals) {
-  auto totals = seed000Totals(kAlexNetFc7, kFourNodes);
+TEST(CostModel, Poseidon2015WorkedExampleTotals) {
+  auto totals = poseidon2015Totals(kAlexNetFc7, kFourNodes);
   ASSERT_TRUE(totals.isOk()) << totals.status().toString();
   EXPECT_EQ(totals->sfb, 18'874'368.0);   // (P-1)^2 K(M+N): "18.9M"
   EXPECT_EQ(totals->ps, 134'217'728.0);   // 2PMN: "134.2M"
@@ -39,14 +39,14 @@ TEST(CostModel, Seed000WorkedExampleTotals) {
   EXPECT_NEAR(totals->adam / totals->sfb, 4.0, 0.01);
 }
 
-// Seed 000's totals against a simulated iteration of the same schemes: 2PMN and PK(M+N) + PMN
+// [Poseidon 2015]'s totals against a simulated iteration of the same schemes: 2PMN and PK(M+N) + PMN
 // are what the one master sends + receives; (P-1)^2 K(M+N) is neither a node's count nor the
 // network's total (P(P-1)K(M+N) sent), but the per-node count times (P-1)/2.
-TEST(CostModel, Seed000TotalsAreWhatTheyCount) {
+TEST(CostModel, Poseidon2015TotalsAreWhatTheyCount) {
   for (int p : {2, 3, 4, 6}) {
     const auto factors = sim::randomFactors(p, 4, 6, 3, 7u + static_cast<uint32_t>(p));
     const LayerShape fc = LayerShape::fullyConnected("fc", 4, 6);
-    auto totals = seed000Totals(fc, {p, 1, 3});
+    auto totals = poseidon2015Totals(fc, {p, 1, 3});
     ASSERT_TRUE(totals.isOk());
     const auto ps = sim::simulatePs(factors, 1, /*dedicated_servers=*/true);
     EXPECT_EQ(totals->ps, ps.network.node(p).floats()) << "P = " << p;
@@ -182,7 +182,7 @@ TEST(CostModel, OtherLayersArePricedByTheirParametersAndHaveNoFactors) {
   ASSERT_FALSE(sfb.isOk());
   EXPECT_NE(sfb.status().message().find("'conv1' is not fully connected"), std::string::npos) << sfb.status().message();
   EXPECT_FALSE(adamServerTraffic(conv, {4, 4, 32}).isOk());
-  EXPECT_FALSE(seed000Totals(conv, {4, 4, 32}).isOk());
+  EXPECT_FALSE(poseidon2015Totals(conv, {4, 4, 32}).isOk());
 }
 
 TEST(CostModel, OneWorkerMovesNothing) {

@@ -36,8 +36,8 @@ TEST(PaperWorkloads, Vgg19FromThePsTensors) {
   EXPECT_EQ(fc6.bias, 4096);
   EXPECT_EQ(vgg->layers[18].m, 1000);
   EXPECT_EQ(vgg->layers[0].params, 3 * 3 * 3 * 64 + 64);
-  // Simonyan & Zisserman's VGG19: 143,667,240 parameters ("143M", seed 004 Table 3). Its FC layers
-  // hold 86% of them; seed 004 section 6.4 prints "~30% FC", which the architecture does not bear out.
+  // Simonyan & Zisserman's VGG19: 143,667,240 parameters ("143M", [Poseidon ATC'17] Table 3). Its FC layers
+  // hold 86% of them; [Poseidon analysis] section 6.4 prints "~30% FC", which the architecture does not bear out.
   EXPECT_EQ(totalParams(vgg->layers), 143'667'240);
   int64_t fc = 0;
   for (const LayerShape& layer : vgg->layers) fc += layer.isFullyConnected() ? layer.totalParams() : 0;
@@ -49,7 +49,7 @@ TEST(PaperWorkloads, Vgg19_22kSwapsTheClassifier) {
   ASSERT_TRUE(vgg.isOk()) << vgg.status().toString();
   EXPECT_EQ(vgg->layers[18].m, 21841);
   EXPECT_EQ(vgg->layers[18].n, 4096);
-  // 143,667,240 - 4,097,000 (1K classifier) + 4096 * 21841 + 21841: seed 004's "229M".
+  // 143,667,240 - 4,097,000 (1K classifier) + 4096 * 21841 + 21841: [Poseidon ATC'17]'s "229M".
   EXPECT_EQ(totalParams(vgg->layers), 229'052'817);
 }
 
@@ -65,7 +65,7 @@ TEST(PaperWorkloads, GoogLeNetFromItsChannelTable) {
   // conv2 112K (64*64 + 9*64*192 = 114,688 weights), inception 3a 159K (163,328 weights).
   EXPECT_EQ(g.layers[1].params, 114'688 + 64 + 192);
   EXPECT_EQ(g.layers[2].params, 163'328 + 368);
-  // 7.0M in all. Seeds 000 and 004 say "5M"; the table's own params column sums to 6.8M.
+  // 7.0M in all. [Poseidon 2015] 5.1.2, [Poseidon ATC'17] Table 3 say "5M"; the table's own params column sums to 6.8M.
   EXPECT_EQ(totalParams(g.layers), 6'998'552);
 }
 

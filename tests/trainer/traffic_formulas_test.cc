@@ -1,4 +1,4 @@
-// Byte counters against the per-node cost formulas of seed 004 section 4.2 (sfb/cost_model.h),
+// Byte counters against the per-node cost formulas of [Poseidon analysis] section 4.2 (sfb/cost_model.h),
 // exactly, over a sweep of P1, P2 and K, with every scheme really moving the bytes:
 // - PS, servers colocated on the first P2 worker nodes: the transport's pair counters of a node
 //   (its worker's pairs to the other servers, its server's pairs to the other workers) against

@@ -20,7 +20,7 @@ Result<std::vector<PricedScheme>> price(const LayerShape& layer, const ClusterSh
           {scheme::Scheme::kPs, 2.0 * static_cast<double>(cluster.workers) * static_cast<double>(layer.denseFloats())});
       return priced;
     }
-    auto totals = seed000Totals(layer, cluster);
+    auto totals = poseidon2015Totals(layer, cluster);
     if (!totals) return totals.status();
     priced.push_back({scheme::Scheme::kSfb, totals->sfb});
     priced.push_back({scheme::Scheme::kAdam, totals->adam});
@@ -50,7 +50,7 @@ std::string explain(const LayerShape& layer, const std::vector<PricedScheme>& pr
     reason += fmt::format(" (not fully connected: {} parameters, no sufficient factors)",
                           formatCount(static_cast<double>(layer.params)));
   }
-  if (rule == Rule::kSacp2015) reason += " (seed 000 totals)";
+  if (rule == Rule::kSacp2015) reason += " ([Poseidon 2015] totals)";
   return reason;
 }
 

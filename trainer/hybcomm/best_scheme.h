@@ -1,11 +1,11 @@
 // BestScheme: the papers' closed-form choice of how to synchronise each layer.
 //
-// Seed 004 section 4.2 (ATC'17 Algorithm 1): an FC layer goes SFB when
+// [Poseidon analysis] section 4.2 ([Poseidon ATC'17] Algorithm 1): an FC layer goes SFB when
 //   2K(P1-1)(M+N) <= 2MN(P1+P2-2)/P2      (per-node floats, ties go SFB)
-// and PS otherwise; every other layer goes PS. Seed 000 Algorithm 3 (SACP, 2015) instead weighs
+// and PS otherwise; every other layer goes PS. [Poseidon 2015] Algorithm 3 (SACP) instead weighs
 // SFB against pushing the factors to a master that sends full matrices back, on its cluster totals:
 //   (P-1)^2 K(M+N) <= PK(M+N) + PMN.
-// Both are pure functions of (layer, P1, P2, K): no measurement, which is the limit seed 004
+// Both are pure functions of (layer, P1, P2, K): no measurement, which is the limit [Poseidon analysis]
 // section 8 names (no response to congestion). The ring and Adam prices are opt-in so the default
 // reproduces the paper's decisions.
 #pragma once
@@ -21,8 +21,8 @@
 namespace poseidon::trainer {
 
 enum class Rule {
-  kAtc17,     // seed 004 Algorithm 1: SFB vs PS on the busiest node's sent + received floats
-  kSacp2015,  // seed 000 Algorithm 3: SFB vs Adam-style on seed 000's totals (Seed000Totals)
+  kAtc17,     // [Poseidon ATC'17] Algorithm 1: SFB vs PS on the busiest node's sent + received floats
+  kSacp2015,  // [Poseidon 2015] Algorithm 3: SFB vs Adam-style on its section 4.3.1 totals (Poseidon2015Totals)
 };
 
 struct BestSchemeOptions {
@@ -36,7 +36,7 @@ struct BestSchemeOptions {
 struct PricedScheme {
   scheme::Scheme scheme = scheme::Scheme::kPs;
   // kAtc17: floats the busiest node sends + receives (busiestNodeTraffic). kSacp2015: the
-  // seed 000 total for that scheme (PS: 2P times the layer's floats).
+  // [Poseidon 2015] total for that scheme (PS: 2P times the layer's floats).
   double floats = 0;
 };
 

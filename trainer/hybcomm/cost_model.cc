@@ -96,12 +96,12 @@ Result<NodeTraffic> busiestNodeTraffic(scheme::Scheme scheme, const LayerShape& 
                     static_cast<int>(scheme));
 }
 
-Result<Seed000Totals> seed000Totals(const LayerShape& layer, const ClusterShape& cluster) {
-  POSEIDON_RETURN_IF_ERROR(validateFactored(layer, cluster, "the SF totals of seed 000"));
+Result<Poseidon2015Totals> poseidon2015Totals(const LayerShape& layer, const ClusterShape& cluster) {
+  POSEIDON_RETURN_IF_ERROR(validateFactored(layer, cluster, "the SF totals of [Poseidon 2015]"));
   const double p = static_cast<double>(cluster.workers);
   const double factors = factorFloats(layer, cluster);
   const double matrix = static_cast<double>(layer.denseFloats());
-  return Seed000Totals{(p - 1) * (p - 1) * factors, 2 * p * matrix, p * factors + p * matrix};
+  return Poseidon2015Totals{(p - 1) * (p - 1) * factors, 2 * p * matrix, p * factors + p * matrix};
 }
 
 Result<double> estimateSeconds(const NodeTraffic& traffic, const LinkModel& link, Duplex duplex,

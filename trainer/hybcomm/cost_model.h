@@ -1,14 +1,14 @@
 // The cost model: floats and messages one node moves to synchronise one layer for one iteration,
 // for each scheme, and the time that takes on a link of given latency and bandwidth.
 //
-// Counts follow seed 004 section 4.2: what ONE node sends plus what it receives, per layer per
+// Counts follow [Poseidon analysis] section 4.2: what ONE node sends plus what it receives, per layer per
 // iteration, in floats (4 bytes each in float32). A matrix is split evenly over the P2 servers as
 // the paper assumes (Poseidon's 2 MB chunks approximate that for large layers), so counts may be
 // fractional; they are exact integers whenever the split is. Messages count one per (sender,
 // receiver) pair per layer: a payload cut into chunks on one connection pays the link's latency
 // once, the chunks behind it are pipelined.
 //
-// Seed 000 section 4.3.1 counts differently (cluster totals, see Seed000Totals below); both
+// [Poseidon 2015] section 4.3.1 counts differently (cluster totals, see Poseidon2015Totals below); both
 // counts are kept, named for the paper that uses them, so a figure can be checked against either.
 #pragma once
 
@@ -28,7 +28,7 @@ struct NodeTraffic {
   int64_t sent_messages = 0;
   int64_t received_messages = 0;
 
-  // Sent + received: the count of seed 004 section 4.2 and Table 1.
+  // Sent + received: the count of [Poseidon analysis] section 4.2 and [Poseidon ATC'17] Table 1.
   double floats() const { return sent_floats + received_floats; }
   int64_t messages() const { return sent_messages + received_messages; }
 };
@@ -54,11 +54,11 @@ Result<NodeTraffic> psWorkerOnlyNodeTraffic(const LayerShape& layer, const Clust
 //   messages 2(P1-1)          one message (U and V together) to and from each peer.
 Result<NodeTraffic> sfbNodeTraffic(const LayerShape& layer, const ClusterShape& cluster);
 
-// Adam-style (Project Adam, OSDI'14): workers push their factors to the one server that holds the
+// Adam-style ([Project Adam]): workers push their factors to the one server that holds the
 // FC layer, which rebuilds the gradient, updates, and sends the full matrix to every worker. The
 // server runs on a node of its own (colocated, it would skip its own worker's two messages).
 //   worker:  floats K(M+N) + MN       messages 2 (one push, one pull)
-//   server:  floats P1(K(M+N) + MN)   messages 2*P1  -- the hot node of seed 004 Figure 10
+//   server:  floats P1(K(M+N) + MN)   messages 2*P1  -- the hot node of [Poseidon ATC'17] Figure 10
 Result<NodeTraffic> adamWorkerTraffic(const LayerShape& layer, const ClusterShape& cluster);
 Result<NodeTraffic> adamServerTraffic(const LayerShape& layer, const ClusterShape& cluster);
 
@@ -70,9 +70,9 @@ Result<NodeTraffic> ringNodeTraffic(const LayerShape& layer, const ClusterShape&
 // The busiest node under `scheme` (for Adam, its server): what bounds the iteration's time.
 Result<NodeTraffic> busiestNodeTraffic(scheme::Scheme scheme, const LayerShape& layer, const ClusterShape& cluster);
 
-// Seed 000 section 4.3.1's counts for an FC layer on P = P1 workers and one master node. These are
+// [Poseidon 2015] section 4.3.1's counts for an FC layer on P = P1 workers and one master node. These are
 // NOT per node; each is written as the paper prints it, with what it actually counts:
-struct Seed000Totals {
+struct Poseidon2015Totals {
   // (P-1)^2 K(M+N). Not per node (that is 2(P-1)K(M+N), sfbNodeTraffic) nor the cluster's sent
   // total (P(P-1)K(M+N)); it equals the per-node count times (P-1)/2, i.e. the factors that P-1
   // of the P workers send. 18.87M for AlexNet fc6-fc7 on 4 nodes, K = 256.
@@ -83,7 +83,7 @@ struct Seed000Totals {
   // PK(M+N) + PMN: the Adam server's sent + received (adamServerTraffic). 75.5M in the example.
   double adam = 0;
 };
-Result<Seed000Totals> seed000Totals(const LayerShape& layer, const ClusterShape& cluster);
+Result<Poseidon2015Totals> poseidon2015Totals(const LayerShape& layer, const ClusterShape& cluster);
 
 // A link as measured (e.g. by the transport benchmark): time = messages x latency + bytes / rate.
 struct LinkModel {

@@ -15,7 +15,7 @@
 namespace poseidon::trainer {
 
 // With `auxiliary_classifiers`, the two training-time heads (after 4a and 4d: 1x1 conv to 128
-// channels, FC 2048 -> 1024, FC 1024 -> 1000), which Caffe's bvlc_googlenet - what seeds 000 and
+// channels, FC 2048 -> 1024, FC 1024 -> 1000), which Caffe's bvlc_googlenet - what [Poseidon 2015] and
 // 004 trained - also synchronises.
 std::vector<LayerShape> googlenetLayers(bool auxiliary_classifiers = false);
 

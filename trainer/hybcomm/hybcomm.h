@@ -3,7 +3,7 @@
 // Three modes:
 // - closed form: the papers' BestScheme (sfb/best_scheme.h) once per layer, from P1, P2, K and
 //   the layer's shape. It never measures, so it cannot see a slow or contended link, the cost of
-//   rebuilding U V^T, or a latency-bound small layer (seed 004 section 8 names this limit).
+//   rebuilding U V^T, or a latency-bound small layer ([Poseidon analysis] section 8 names this limit).
 // - adaptive: every layer is timed under each candidate scheme for a few iterations (a trial
 //   phase, all layers at once), and each layer's fastest makes a mix. Layers synced one after
 //   another are not independent (a slow worker's late finish of one layer shows up as waiting in

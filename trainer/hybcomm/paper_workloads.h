@@ -1,8 +1,8 @@
-// The models whose per-layer decisions seed 004 reports, with the per-node batch it trained them at.
+// The models whose per-layer decisions [Poseidon ATC'17] reports, with the per-node batch it trained them at.
 //
-// Batch sizes are seed 004's Table 3 (its section 3 design-space figure): GoogLeNet K = 128,
-// VGG19 and VGG19-22K K = 32. (Seed 000 trained GoogLeNet at K = 32, where its classifier goes
-// SFB up to 31 nodes; at K = 128 it goes PS from 8 nodes on, the fallback seed 004 section 5.4 reports.)
+// Batch sizes are [Poseidon ATC'17] Table 3 ([Poseidon analysis] section 3): GoogLeNet K = 128,
+// VGG19 and VGG19-22K K = 32. ([Poseidon 2015] 5.2.1 trained GoogLeNet at K = 32, where its classifier goes
+// SFB up to 31 nodes; at K = 128 it goes PS from 8 nodes on, the fallback [Poseidon analysis] section 5.4 reports.)
 #pragma once
 
 #include <cstdint>
