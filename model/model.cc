@@ -63,38 +63,38 @@ double Model::forwardFlops() const {
   return total;
 }
 
+Status validateLayers(const std::vector<Layer>& layers) {
+  std::map<std::string, std::string> tensor_owner;  // tensor name -> its layer
+  std::map<std::string, size_t> layer_index;
+  uint64_t total = 0;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const Layer& layer = layers[l];
+    POSEIDON_RETURN_IF_ERROR(layer.validate());
+    if (auto [at, inserted] = layer_index.emplace(layer.name(), l); !inserted) {
+      return makeStatus(StatusCode::kInvalidArgument, "layer '{}' is named twice (layers {} and {})", layer.name(),
+                        at->second, l);
+    }
+    for (const Tensor& tensor : layer.tensors()) {
+      if (auto [at, inserted] = tensor_owner.emplace(tensor.name, layer.name()); !inserted) {
+        return makeStatus(StatusCode::kInvalidArgument, "tensor '{}' of layer '{}' is named as one of layer '{}'",
+                          tensor.name, layer.name(), at->second);
+      }
+    }
+    total += layer.params();  // each <= 2^53 after validate(): no wrap before the check
+    if (total > kMaxFloats) {
+      return makeStatus(StatusCode::kInvalidArgument, "{} floats up to layer '{}' exceed 2^53", total, layer.name());
+    }
+  }
+  return Status::ok();
+}
+
 Status Model::validate() const {
   if (name_.empty()) return makeStatus(StatusCode::kInvalidArgument, "a model has an empty name");
   if (layers_.empty()) return makeStatus(StatusCode::kInvalidArgument, "model '{}' has no layers", name_);
   if (batch_ < 1) {
     return makeStatus(StatusCode::kInvalidArgument, "model '{}' has batch K = {}, expected >= 1", name_, batch_);
   }
-  std::map<std::string, std::string> tensor_owner;  // tensor name -> its layer
-  std::map<std::string, size_t> layer_index;
-  uint64_t total = 0;
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const Layer& layer = layers_[l];
-    if (Status valid = layer.validate(); !valid.isOk()) {
-      return valid.withContext(fmt::format("model '{}', layer {}", name_, l));
-    }
-    if (auto [at, inserted] = layer_index.emplace(layer.name(), l); !inserted) {
-      return makeStatus(StatusCode::kInvalidArgument, "model '{}': layers {} and {} are both named '{}'", name_,
-                        at->second, l, layer.name());
-    }
-    for (const Tensor& tensor : layer.tensors()) {
-      if (auto [at, inserted] = tensor_owner.emplace(tensor.name, layer.name()); !inserted) {
-        return makeStatus(StatusCode::kInvalidArgument,
-                          "model '{}': tensor '{}' of layer '{}' has the name of one of layer '{}'", name_,
-                          tensor.name, layer.name(), at->second);
-      }
-    }
-    total += layer.params();  // each <= 2^53 after validate(): no wrap before the check
-    if (total > kMaxFloats) {
-      return makeStatus(StatusCode::kInvalidArgument,
-                        "model '{}' has {} floats up to layer '{}', exceeds 2^53", name_, total, layer.name());
-    }
-  }
-  return Status::ok();
+  return validateLayers(layers_).withContext(fmt::format("model '{}'", name_));
 }
 
 }  // namespace poseidon::model

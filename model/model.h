@@ -68,4 +68,9 @@ class Model {
   std::optional<InputShape> input_;
 };
 
+// What Model::validate checks of the layers, in messages that name the layer or tensor (the
+// caller adds which model): Layer::validate for each, no two layers or two tensors of one name,
+// at most 2^53 floats in all.
+Status validateLayers(const std::vector<Layer>& layers);
+
 }  // namespace poseidon::model

@@ -117,7 +117,9 @@ TEST(Zoo, GoogLeNetReproducesTheTableRows) {
   // In forward order: each head right after the module it reads.
   const auto& layers = aux.layers();
   for (size_t l = 1; l < layers.size(); ++l) {
-    if (layers[l].name() == "loss2/conv") EXPECT_EQ(layers[l - 1].name(), "inception_4d/pool_proj");
+    if (layers[l].name() == "loss2/conv") {
+      EXPECT_EQ(layers[l - 1].name(), "inception_4d/pool_proj");
+    }
   }
 }
 
