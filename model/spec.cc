@@ -196,6 +196,7 @@ class Parser {
   }
 
   Result<Model> parse() const {
+    if (spec_.empty()) return error("names no layer");
     std::vector<std::string_view> sections = split(spec_, ';');
     Model model;
     size_t first_option = 0;
