@@ -1,6 +1,7 @@
 #include "model/spec.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <optional>

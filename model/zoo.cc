@@ -1,6 +1,7 @@
 #include "model/zoo.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace poseidon::model {
 
