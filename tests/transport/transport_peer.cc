@@ -20,9 +20,10 @@
 #include "tests/support/mesh.h"
 #include "transport/bootstrap/file_store.h"
 #include "transport/bootstrap/open_store.h"
-#include "transport/socket.h"
+#include "transport/common/socket.h"
 #include "transport/device.h"
 
+using namespace poseidon;
 using namespace poseidon::transport;
 using poseidon::testing::firstMismatch;
 using poseidon::testing::makeBuffer;

@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "transport/mesh_connect.h"
+#include "transport/common/mesh_connect.h"
 #include "transport/tcp/device.h"
 #include "transport/tcp/handshake.h"
 #include "transport/wire/frame.h"

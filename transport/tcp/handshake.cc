@@ -1,6 +1,6 @@
 #include "transport/tcp/handshake.h"
 
-#include "transport/socket.h"
+#include "transport/common/socket.h"
 #include "transport/wire/frame.h"
 
 namespace poseidon::transport::tcp {

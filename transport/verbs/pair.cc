@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "transport/slices.h"
+#include "transport/common/slices.h"
 #include "transport/verbs/device.h"
 #include "transport/verbs/explicit_gid.h"
 #include "transport/wire/frame.h"

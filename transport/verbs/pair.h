@@ -32,11 +32,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "transport/completion.h"
+#include "transport/common/completion.h"
 #include "transport/device.h"
-#include "transport/pair_argument_checks.h"
-#include "transport/pair_base.h"
-#include "transport/rendezvous.h"
+#include "transport/common/pair_argument_checks.h"
+#include "transport/common/pair_base.h"
+#include "transport/common/rendezvous.h"
 #include "transport/verbs/control.h"
 #include "transport/verbs/memory.h"
 #include "transport/verbs/path.h"
