@@ -8,4 +8,5 @@ configure_package_config_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/PoseidonConfig.c
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/PoseidonConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/PoseidonConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/PoseidonConfigVersion.cmake
+  ${CMAKE_CURRENT_SOURCE_DIR}/cmake/FindRdmaCore.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Poseidon)

@@ -1,11 +1,9 @@
 # rdma-core: the verbs backend is built whenever libibverbs and librdmacm are found (or forced ON).
+# They come as imported targets (FindRdmaCore.cmake), which the installed package finds again.
 set(POSEIDON_HAVE_VERBS OFF)
 if(NOT POSEIDON_WITH_VERBS STREQUAL "OFF")
-  find_path(IBVERBS_INCLUDE_DIR infiniband/verbs.h)
-  find_library(IBVERBS_LIBRARY ibverbs)
-  find_path(RDMACM_INCLUDE_DIR rdma/rdma_cma.h)
-  find_library(RDMACM_LIBRARY rdmacm)
-  if(IBVERBS_INCLUDE_DIR AND IBVERBS_LIBRARY AND RDMACM_INCLUDE_DIR AND RDMACM_LIBRARY)
+  find_package(RdmaCore QUIET)
+  if(RdmaCore_FOUND)
     set(POSEIDON_HAVE_VERBS ON)
   elseif(POSEIDON_WITH_VERBS STREQUAL "ON")
     message(FATAL_ERROR "POSEIDON_WITH_VERBS=ON but rdma-core was not found: install libibverbs-dev and librdmacm-dev")

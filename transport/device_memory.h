@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "transport/socket.h"
 #include "common/status.h"
+#include "transport/common/fd.h"
 
 namespace poseidon::transport {
 

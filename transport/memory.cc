@@ -1,6 +1,6 @@
 #include "transport/memory.h"
 
-#include "transport/host_staging.h"
+#include "transport/common/host_staging.h"
 #include "transport/wire/little_endian.h"
 
 namespace poseidon::transport {

@@ -19,7 +19,7 @@
 #include "tests/ps/synthetic_training.h"
 #include "transport/bootstrap/open_store.h"
 #include "transport/device.h"
-#include "transport/socket.h"
+#include "transport/common/socket.h"
 
 using namespace poseidon;
 

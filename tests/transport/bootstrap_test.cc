@@ -23,7 +23,7 @@
 #include "transport/bootstrap/store_protocol.h"
 #include "transport/bootstrap/tcp_store.h"
 #include "transport/bootstrap/tcp_store_server.h"
-#include "transport/socket.h"
+#include "transport/common/socket.h"
 
 namespace poseidon::transport::bootstrap {
 namespace {

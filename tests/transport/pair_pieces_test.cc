@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "transport/imm_queue.h"
-#include "transport/pair_argument_checks.h"
-#include "transport/rendezvous.h"
+#include "transport/common/imm_queue.h"
+#include "transport/common/pair_argument_checks.h"
+#include "transport/common/rendezvous.h"
 
 namespace poseidon::transport {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "tests/support/mesh.h"
 #include "transport/bootstrap/file_store.h"
-#include "transport/socket.h"
+#include "transport/common/socket.h"
 #include "transport/tcp/handshake.h"
 #include "transport/wire/crc32c.h"
 #include "transport/wire/frame.h"

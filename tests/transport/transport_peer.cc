@@ -20,7 +20,7 @@
 #include "tests/support/mesh.h"
 #include "transport/bootstrap/file_store.h"
 #include "transport/bootstrap/open_store.h"
-#include "transport/socket.h"
+#include "transport/common/socket.h"
 #include "transport/device.h"
 
 using namespace poseidon;

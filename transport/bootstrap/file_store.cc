@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "transport/socket.h"
+#include "transport/common/socket.h"
 
 namespace poseidon::transport::bootstrap {
 

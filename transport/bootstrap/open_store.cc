@@ -3,7 +3,7 @@
 #include "transport/bootstrap/file_store.h"
 #include "transport/bootstrap/tcp_store.h"
 #include "transport/bootstrap/tcp_store_server.h"
-#include "transport/socket.h"
+#include "transport/common/socket.h"
 
 namespace poseidon::transport::bootstrap {
 

@@ -16,7 +16,7 @@
 
 #include "transport/bootstrap/store.h"
 #include "transport/bootstrap/store_protocol.h"
-#include "transport/socket.h"
+#include "transport/common/socket.h"
 
 namespace poseidon::transport::bootstrap {
 

@@ -17,7 +17,7 @@
 #include "transport/bootstrap/store.h"
 #include "transport/bootstrap/store_protocol.h"
 #include "common/deadline.h"
-#include "transport/socket.h"
+#include "transport/common/socket.h"
 
 namespace poseidon::transport::bootstrap {
 

@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "transport/mesh_connect.h"
+#include "transport/common/mesh_connect.h"
 #include "transport/tcp/device.h"
 #include "transport/tcp/handshake.h"
 #include "transport/wire/frame.h"
@@ -63,14 +63,9 @@ Status TcpContext::connectTo(int peer, const std::string& address_text, Deadline
     auto fd = connectWithRetry(host_port->first, host_port->second, deadline);
     if (!fd) return fd.status().withContext(fmt::format("rank {}", peer));
     POSEIDON_RETURN_IF_ERROR(configureDataSocket(fd->get(), options.socket_buffer_bytes));
-    wire::ClientHello hello;
-    hello.version = wire::kProtocolVersion;
-    hello.context_id = id_;
-    hello.src_rank = static_cast<uint32_t>(rank());
-    hello.dst_rank = static_cast<uint32_t>(peer);
-    hello.stream = static_cast<uint32_t>(stream);
-    hello.num_streams = static_cast<uint32_t>(options.streams);
-    hello.nonce = wire::randomNonce();
+    const wire::ClientHello hello = newClientHello(id_, static_cast<uint32_t>(rank()), static_cast<uint32_t>(peer),
+                                                   static_cast<uint32_t>(stream),
+                                                   static_cast<uint32_t>(options.streams));
     const std::string peer_name = fmt::format("rank {} ({})", peer, address_text);
     const Deadline handshake_deadline(std::min(deadline.at(), Deadline::after(options.handshake_timeout).at()));
     POSEIDON_RETURN_IF_ERROR(clientHandshake(fd->get(), options.secret, hello, handshake_deadline, peer_name));

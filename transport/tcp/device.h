@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "transport/device.h"
-#include "transport/socket.h"
+#include "transport/common/socket.h"
 #include "transport/tcp/progress_engine.h"
 
 namespace poseidon::transport::tcp {

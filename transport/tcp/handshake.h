@@ -1,11 +1,12 @@
-// Drives the wire handshake (transport/wire/handshake.h) over a connected TCP socket.
+// Drives the handshake (transport/common/handshake_steps.h, wire/handshake.h) over a connected
+// TCP socket.
 #pragma once
 
-#include <functional>
 #include <string>
 
 #include "common/deadline.h"
 #include "common/status.h"
+#include "transport/common/handshake_steps.h"
 #include "transport/wire/handshake.h"
 
 namespace poseidon::transport::tcp {
@@ -18,7 +19,6 @@ Status clientHandshake(int fd, const std::string& secret, const wire::ClientHell
 // Accepting side. `admit` decides whether the hello names a context, rank and stream we expect.
 // Returns the hello of an accepted peer; refused peers are told why and the status says it too.
 Result<wire::ClientHello> serverHandshake(int fd, const std::string& secret, Deadline deadline,
-                                          const std::string& peer,
-                                          const std::function<wire::Verdict(const wire::ClientHello&)>& admit);
+                                          const std::string& peer, const AdmitHello& admit);
 
 }  // namespace poseidon::transport::tcp

@@ -1,6 +1,6 @@
 #include "transport/tcp/memory.h"
 
-#include "transport/host_staging.h"
+#include "transport/common/host_staging.h"
 
 namespace poseidon::transport::tcp {
 

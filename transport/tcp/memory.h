@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "transport/device_memory.h"
-#include "transport/region_registry.h"
+#include "transport/common/region_registry.h"
 
 namespace poseidon::transport::tcp {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "transport/slices.h"
+#include "transport/common/slices.h"
 #include "transport/tcp/context.h"
 #include "transport/wire/crc32c.h"
 

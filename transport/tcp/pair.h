@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "transport/device.h"
-#include "transport/pair_argument_checks.h"
-#include "transport/pair_base.h"
-#include "transport/rendezvous.h"
+#include "transport/common/pair_argument_checks.h"
+#include "transport/common/pair_base.h"
+#include "transport/common/rendezvous.h"
 #include "transport/tcp/stream.h"
 
 namespace poseidon::transport::tcp {

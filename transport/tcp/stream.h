@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "transport/completion.h"
+#include "transport/common/completion.h"
 #include "transport/request.h"
-#include "transport/socket.h"
+#include "transport/common/socket.h"
 #include "transport/tcp/progress_engine.h"
 #include "transport/wire/frame.h"
 

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "transport/mesh_connect.h"
+#include "transport/common/mesh_connect.h"
 #include "transport/wire/handshake.h"
 
 namespace poseidon::transport::verbs {

@@ -17,8 +17,8 @@
 #include <unordered_map>
 
 #include "transport/device.h"
-#include "transport/region_registry.h"
-#include "transport/socket.h"
+#include "transport/common/region_registry.h"
+#include "transport/common/socket.h"
 
 namespace poseidon::transport::verbs {
 

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "transport/host_staging.h"
+#include "transport/common/host_staging.h"
 
 namespace poseidon::transport::verbs {
 namespace {

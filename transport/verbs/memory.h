@@ -15,7 +15,7 @@
 
 #include "transport/device_memory.h"
 #include "transport/memory.h"
-#include "transport/region_registry.h"
+#include "transport/common/region_registry.h"
 
 namespace poseidon::transport::verbs {
 

@@ -7,11 +7,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "transport/slices.h"
+#include "transport/common/slices.h"
 #include "transport/verbs/device.h"
 #include "transport/verbs/explicit_gid.h"
 #include "transport/wire/frame.h"
-#include "transport/wire/handshake.h"
 
 namespace poseidon::transport::verbs {
 namespace {
@@ -525,163 +524,6 @@ Status VerbsPair::onStagedWriteLocked(const ControlMessage& m) {
   }
   return region->stageIn(m.address - base, m.total)
       .withContext(fmt::format("landing a write of {} bytes from {} in device memory", m.total, peerName()));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Handshake: the wire handshake messages (transport/wire/handshake.h) carried as control
-// payloads, so a queue pair proves the job secret exactly as a TCP connection does.
-
-namespace {
-ControlMessage handshakeMessage(const uint8_t* bytes, size_t length) {
-  ControlMessage m;
-  m.type = ControlType::kHandshake;
-  m.payload_length = static_cast<uint8_t>(length);
-  std::memcpy(m.payload.data(), bytes, length);
-  return m;
-}
-
-// Each handshake message carries exactly one wire handshake structure of a known size, checked
-// before it is decoded; `what` names the one expected ("hello", "proof", ...).
-Status checkHandshakeLength(const ControlMessage& m, size_t expected, const char* what, const std::string& peer) {
-  if (m.payload_length != expected) {
-    return makeStatus(StatusCode::kProtocolError, "{}: handshake {} of {} bytes, expected {}", peer, what,
-                      m.payload_length, expected);
-  }
-  return Status::ok();
-}
-}  // namespace
-
-Status VerbsPair::onHandshakeLocked(const ControlMessage& m) {
-  const std::string& secret = device_.options().secret;
-  switch (handshake_) {
-    case HandshakeState::kIdle:
-      // Active side: clientHandshake() is waiting for this.
-      handshake_inbox_.push_back(m);
-      handshake_cv_.notify_all();
-      return Status::ok();
-    case HandshakeState::kAwaitHello: {
-      POSEIDON_RETURN_IF_ERROR(checkHandshakeLength(m, wire::kClientHelloSize, "hello", peerName()));
-      auto hello = wire::decodeClientHello(m.payload.data(), peerName());
-      if (!hello) return hello.status();
-      wire::ServerHello reply;
-      reply.version = wire::kProtocolVersion;
-      reply.nonce = wire::randomNonce();
-      if (hello->version != wire::kProtocolVersion) {
-        reply.verdict = wire::Verdict::kVersionMismatch;
-      } else if (hello->context_id != context_id_ || static_cast<int>(hello->src_rank) != peerRank() ||
-                 static_cast<int>(hello->dst_rank) != self_rank_) {
-        reply.verdict = wire::Verdict::kUnknownPeer;
-      } else {
-        reply.proof = wire::computeProof(secret, wire::Role::kServer, m.payload.data(), reply.nonce);
-      }
-      const auto bytes = wire::encodeServerHello(reply);
-      enqueueControlLocked(handshakeMessage(bytes.data(), bytes.size()));
-      if (reply.verdict != wire::Verdict::kAccepted) {
-        return makeStatus(StatusCode::kAuthError, "refused {}: {} (its protocol version {}, ours {})", peerName(),
-                          wire::verdictName(reply.verdict), hello->version, wire::kProtocolVersion);
-      }
-      std::copy(m.payload.begin(), m.payload.begin() + wire::kClientHelloSize, client_hello_bytes_.begin());
-      server_nonce_ = reply.nonce;
-      handshake_ = HandshakeState::kAwaitProof;
-      return Status::ok();
-    }
-    case HandshakeState::kAwaitProof: {
-      POSEIDON_RETURN_IF_ERROR(checkHandshakeLength(m, wire::kClientProofSize, "proof", peerName()));
-      auto proof = wire::decodeClientProof(m.payload.data(), peerName());
-      if (!proof) return proof.status();
-      const bool proved = wire::proofsEqual(
-          *proof, wire::computeProof(secret, wire::Role::kClient, client_hello_bytes_.data(), server_nonce_));
-      const auto verdict = wire::encodeServerVerdict(proved ? wire::Verdict::kAccepted : wire::Verdict::kBadSecret);
-      enqueueControlLocked(handshakeMessage(verdict.data(), verdict.size()));
-      if (!proved) {
-        return makeStatus(StatusCode::kAuthError,
-                          "{} could not prove the job secret (the two sides were given different secrets): refused",
-                          peerName());
-      }
-      handshake_ = HandshakeState::kDone;
-      ready_.store(true, std::memory_order_release);
-      logPath();
-      if (on_ready_) on_ready_();
-      return Status::ok();
-    }
-    case HandshakeState::kDone:
-      return makeStatus(StatusCode::kProtocolError, "{} sent a handshake message after the handshake", peerName());
-  }
-  return Status::ok();
-}
-
-Status VerbsPair::clientHandshake(const std::string& secret, Deadline deadline) {
-  auto await = [&](size_t expected_size, const char* what) -> Result<ControlMessage> {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (handshake_inbox_.empty() && !failed()) {
-      if (handshake_cv_.wait_until(lock, deadline.at()) == std::cv_status::timeout && handshake_inbox_.empty()) {
-        return makeStatus(StatusCode::kTimeout, "timed out waiting for the {} of {}", what, peerName());
-      }
-    }
-    if (handshake_inbox_.empty()) return failure_;
-    ControlMessage m = handshake_inbox_.front();
-    handshake_inbox_.pop_front();
-    POSEIDON_RETURN_IF_ERROR(checkHandshakeLength(m, expected_size, what, peerName()));
-    return m;
-  };
-  auto send = [&](const uint8_t* bytes, size_t length) {
-    Completions done;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      enqueueControlLocked(handshakeMessage(bytes, length));
-      // Handshake messages flow before ready(): post them directly.
-      drainOutboxLocked(done);
-    }
-    completeAll(done);
-  };
-
-  wire::ClientHello hello;
-  hello.version = wire::kProtocolVersion;
-  hello.context_id = context_id_;
-  hello.src_rank = static_cast<uint32_t>(self_rank_);
-  hello.dst_rank = static_cast<uint32_t>(peerRank());
-  hello.stream = 0;
-  hello.num_streams = 1;
-  hello.nonce = wire::randomNonce();
-  const auto hello_bytes = wire::encodeClientHello(hello);
-  send(hello_bytes.data(), hello_bytes.size());
-
-  auto reply_message = await(wire::kServerHelloSize, "handshake reply");
-  if (!reply_message) return reply_message.status();
-  auto reply = wire::decodeServerHello(reply_message->payload.data(), peerName());
-  if (!reply) return reply.status();
-  if (reply->verdict == wire::Verdict::kVersionMismatch) {
-    return makeStatus(StatusCode::kAuthError, "{} speaks protocol version {}, this build speaks {}: refused",
-                      peerName(), reply->version, hello.version);
-  }
-  if (reply->verdict != wire::Verdict::kAccepted) {
-    return makeStatus(StatusCode::kAuthError, "{} refused the connection: {}", peerName(),
-                      wire::verdictName(reply->verdict));
-  }
-  const bool server_proved = wire::proofsEqual(
-      reply->proof, wire::computeProof(secret, wire::Role::kServer, hello_bytes.data(), reply->nonce));
-  const auto proof =
-      wire::encodeClientProof(wire::computeProof(secret, wire::Role::kClient, hello_bytes.data(), reply->nonce));
-  send(proof.data(), proof.size());
-  if (!server_proved) {
-    return makeStatus(StatusCode::kAuthError,
-                      "{} could not prove the job secret (the two sides were given different secrets): refused",
-                      peerName());
-  }
-  auto verdict_message = await(wire::kServerVerdictSize, "handshake verdict");
-  if (!verdict_message) return verdict_message.status();
-  auto verdict = wire::decodeServerVerdict(verdict_message->payload.data(), peerName());
-  if (!verdict) return verdict.status();
-  if (*verdict != wire::Verdict::kAccepted) {
-    return makeStatus(StatusCode::kAuthError, "{} refused the connection: {}", peerName(), wire::verdictName(*verdict));
-  }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    handshake_ = HandshakeState::kDone;
-    ready_.store(true, std::memory_order_release);
-  }
-  logPath();
-  return Status::ok();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -32,11 +32,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "transport/completion.h"
+#include "transport/common/completion.h"
+#include "transport/common/handshake_steps.h"
 #include "transport/device.h"
-#include "transport/pair_argument_checks.h"
-#include "transport/pair_base.h"
-#include "transport/rendezvous.h"
+#include "transport/common/pair_argument_checks.h"
+#include "transport/common/pair_base.h"
+#include "transport/common/rendezvous.h"
 #include "transport/verbs/control.h"
 #include "transport/verbs/memory.h"
 #include "transport/verbs/path.h"
@@ -67,7 +68,8 @@ class VerbsPair final : public PairBase {
   // The GID of DeviceOptions::gid_index on this pair's port, announced in the connect request.
   Result<ibv_gid> configuredGid() const;
   void setPeerAddress(const std::string& address) { peer_address_ = address; }
-  // Active side: runs the secret handshake over the established QP, blocking until done.
+  // Active side: runs the secret handshake over the established QP, blocking until done
+  // (handshake.cc, like the passive side's onHandshakeLocked).
   Status clientHandshake(const std::string& secret, Deadline deadline);
   // Passive side: the handshake runs on the engine thread; true once the peer proved itself.
   bool ready() const { return ready_.load(std::memory_order_acquire); }
@@ -176,8 +178,7 @@ class VerbsPair final : public PairBase {
   // Handshake.
   HandshakeState handshake_ = HandshakeState::kIdle;
   std::deque<ControlMessage> handshake_inbox_;  // active side: replies for clientHandshake()
-  std::array<uint8_t, 64> client_hello_bytes_{};
-  std::array<uint8_t, 32> server_nonce_{};
+  std::optional<ServerHelloStep> answered_;  // passive side: the hello answered, for the proof
   std::function<void()> on_ready_;
 };
 

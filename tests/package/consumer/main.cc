@@ -1,9 +1,10 @@
-// Links against the installed library and runs a two-rank exchange in one process.
+// Links against the installed library and runs a two-rank exchange in one process, using only
+// the installed public headers (a private one would not be found).
 #include <cstdio>
 #include <cstring>
 #include <thread>
 
-#include "transport/bootstrap/file_store.h"
+#include "transport/bootstrap/open_store.h"
 #include "transport/device.h"
 
 using namespace poseidon;
@@ -30,7 +31,11 @@ int main(int argc, char** argv) {
       }
       devices[r] = *device;
       auto context = (*device)->createContext(r, 2, "consumer");
-      auto store = bootstrap::FileStore::open(dir);
+      bootstrap::LaunchInfo launch;
+      launch.rank = r;
+      launch.size = 2;
+      launch.file_store_dir = dir;
+      auto store = bootstrap::openStore(launch, Deadline::after(std::chrono::seconds(20)));
       if (!context || !store) {
         statuses[r] = !context ? context.status() : store.status();
         return;

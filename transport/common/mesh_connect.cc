@@ -1,4 +1,4 @@
-#include "transport/mesh_connect.h"
+#include "transport/common/mesh_connect.h"
 
 #include "transport/bootstrap/store.h"
 

@@ -29,9 +29,9 @@
 #include <utility>
 #include <vector>
 
-#include "transport/completion.h"
+#include "transport/common/completion.h"
 #include "transport/pair.h"
-#include "transport/slices.h"
+#include "transport/common/slices.h"
 
 namespace poseidon::transport {
 

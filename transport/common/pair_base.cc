@@ -1,4 +1,4 @@
-#include "transport/pair_base.h"
+#include "transport/common/pair_base.h"
 
 #include <spdlog/spdlog.h>
 

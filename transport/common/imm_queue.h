@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <deque>
 
-#include "transport/completion.h"
+#include "transport/common/completion.h"
 #include "transport/pair.h"
 
 namespace poseidon::transport {

@@ -1,4 +1,4 @@
-#include "transport/socket.h"
+#include "transport/common/socket.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -178,16 +178,6 @@ Result<Fd> connectAttempt(const std::string& host, uint16_t port, Deadline deadl
 }
 
 }  // namespace
-
-Fd& Fd::operator=(Fd&& other) noexcept {
-  if (this != &other) reset(other.release());
-  return *this;
-}
-
-void Fd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
 
 std::string SocketAddress::toString() const { return formatSockaddr(data(), length); }
 

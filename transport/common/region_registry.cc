@@ -1,4 +1,4 @@
-#include "transport/region_registry.h"
+#include "transport/common/region_registry.h"
 
 namespace poseidon::transport {
 

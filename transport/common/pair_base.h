@@ -19,8 +19,8 @@
 #include <mutex>
 #include <string>
 
-#include "transport/completion.h"
-#include "transport/imm_queue.h"
+#include "transport/common/completion.h"
+#include "transport/common/imm_queue.h"
 #include "transport/pair.h"
 
 namespace poseidon::transport {

@@ -1,4 +1,4 @@
-#include "transport/pair_argument_checks.h"
+#include "transport/common/pair_argument_checks.h"
 
 namespace poseidon::transport {
 

@@ -1,4 +1,4 @@
-#include "transport/host_staging.h"
+#include "transport/common/host_staging.h"
 
 namespace poseidon::transport {
 

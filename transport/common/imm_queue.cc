@@ -1,4 +1,4 @@
-#include "transport/imm_queue.h"
+#include "transport/common/imm_queue.h"
 
 namespace poseidon::transport {
 
