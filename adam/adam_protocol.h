@@ -73,12 +73,9 @@ struct AdamWorkerRegions {
   transport::RemoteDescriptor notices;
 };
 
-// "<context name>/adam/server/<s>" and "<context name>/adam/worker/<p>": one key per rank, under
-// the context's name so several jobs can share one store. Each value is the layout's fingerprint
-// (little-endian) followed by the descriptors.
-std::string adamServerKey(std::string_view context_name, int server);
-std::string adamWorkerKey(std::string_view context_name, int worker);
-
+// Keys "<context name>/adam/server/<s>" and "<context name>/adam/worker/<p>", one per rank, under
+// the context's name so several jobs can share one store; the values are the region exchange's
+// (transport/bootstrap/region_exchange.h), with the layout's fingerprint.
 Status publishAdamServer(transport::bootstrap::Store& store, std::string_view context_name, int server,
                                     const AdamLayout& layout, const transport::MemoryRegion& slots);
 Status publishAdamWorker(transport::bootstrap::Store& store, std::string_view context_name, int worker,

@@ -11,6 +11,7 @@
 #include "ps/region_exchange.h"
 #include "ps/checkpoint/resume.h"
 #include "ps/shard.h"
+#include "ps/start_check.h"
 
 namespace poseidon::ps {
 
@@ -605,6 +606,7 @@ Result<std::unique_ptr<Client>> Client::start(transport::Context& context, trans
     return makeStatus(StatusCode::kInvalidArgument, "rank {} is not a worker rank of the PS job ({} workers)",
                       context.rank(), job.workers);
   }
+  POSEIDON_RETURN_IF_ERROR(agreeOnPsJob(store, job, context.rank(), model, layout, options.consistency, nullptr, deadline));
   auto client = std::make_unique<ClientImpl>(context, job, options);
   POSEIDON_RETURN_IF_ERROR(client->setUp(store, model, layout, std::move(layers), deadline));
   return std::unique_ptr<Client>(std::move(client));

@@ -13,6 +13,7 @@
 #include "ps/imm_code.h"
 #include "ps/region_exchange.h"
 #include "ps/checkpoint/resume.h"
+#include "ps/start_check.h"
 #include "ps/shard.h"
 
 namespace poseidon::ps {
@@ -503,6 +504,9 @@ Result<std::unique_ptr<Server>> Server::start(transport::Context& context, trans
     return makeStatus(StatusCode::kInvalidArgument, "the chunk layout is for {} servers; the job has {}",
                       layout.servers(), job.servers);
   }
+  const ServerSetUp set_up{&options.optimizer, options.average};
+  POSEIDON_RETURN_IF_ERROR(
+      agreeOnPsJob(store, job, context.rank(), model, layout, options.consistency, &set_up, deadline));
   auto server = std::make_unique<ServerImpl>(context, layout, job, options, context.rank() - job.workers);
   POSEIDON_RETURN_IF_ERROR(server->setUp(store, model, deadline));
   return std::unique_ptr<Server>(std::move(server));

@@ -13,8 +13,9 @@
 
 namespace poseidon::sfb {
 
-// "<context name>/sfb/<rank>/slots": where `rank` publishes its receive buffer.
-std::string sfRegionKey(std::string_view context_name, int rank);
+// Where `rank` publishes its receive buffer: "<context name>/sfb/<rank>" (the one region exchange
+// of transport/bootstrap/region_exchange.h, which also checks fingerprints and sizes).
+std::string sfRegionKey(transport::bootstrap::Store& store, std::string_view context_name, int rank);
 
 Status publishSfRegion(transport::bootstrap::Store& store, std::string_view context_name, int rank,
                                   const SfSlotLayout& layout, const transport::MemoryRegion& receive);

@@ -1,5 +1,6 @@
 #include "tests/ps/ps_job_launch.h"
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -28,6 +29,7 @@ std::vector<std::unique_ptr<ChildProcess>> launchJob(const std::string& peer_bin
                                std::to_string(job.checkpoint_every)});
       if (job.resume) argv.push_back("--resume");
     }
+    if (job.edit_argv) job.edit_argv(rank, argv);
     ranks.push_back(std::make_unique<ChildProcess>(argv, dir + "/log-" + suffix));
   }
   return ranks;
@@ -51,6 +53,15 @@ std::vector<float> readParams(const std::string& path) {
 
 bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+void setOption(std::vector<std::string>& argv, const std::string& option, const std::string& value) {
+  const auto at = std::find(argv.begin(), argv.end(), option);
+  if (at != argv.end() && at + 1 != argv.end()) {
+    *(at + 1) = value;
+  } else {
+    argv.insert(argv.end(), {option, value});
+  }
 }
 
 }  // namespace poseidon::testing

@@ -28,7 +28,12 @@ struct JobSpec {
   // Per rank: words before the command (e.g. "ip netns exec ns1") and the address to listen on.
   std::function<std::vector<std::string>(int rank)> prefix;
   std::function<std::string(int rank)> address;
+  // Per rank: changes to the finished command line (a test starting one rank differently).
+  std::function<void(int rank, std::vector<std::string>& argv)> edit_argv;
 };
+
+// Sets the value after `option` in `argv` (appends both when absent).
+void setOption(std::vector<std::string>& argv, const std::string& option, const std::string& value);
 
 // Starts every rank as a ps_peer process (`peer_binary`); logs and outputs go into `dir`:
 // log-<tag>-<rank>, params-<tag>-<worker>.

@@ -104,6 +104,8 @@ int main(int argc, char** argv) {
   app.add_option("--consistency", consistency_text);
   app.add_option("--optimizer", optimizer_text);
   app.add_option("--chunk-bytes", chunk_bytes);
+  uint64_t extra_floats = 0;
+  app.add_option("--extra-floats", extra_floats, "floats added to the last tensor (a rank built differently)");
   app.add_option("--clocks", options.clocks);
   app.add_option("--die-at-clock", options.die_at_clock);
   app.add_option("--clock-delay-ms", options.clock_delay_ms);
@@ -144,7 +146,8 @@ int main(int argc, char** argv) {
   if (Status st = (*context)->connect(**store, deadline); !st.isOk()) return fail(st, "connect");
 
   const ps::PsJob job{options.workers, size - options.workers, "ps"};
-  const auto model = testing::syntheticModel();
+  auto model = testing::syntheticModel();
+  model.back().elements += extra_floats;
   auto layout = ps::ChunkLayout::build(model, job.servers, chunk_bytes);
   if (!layout) return fail(layout.status(), "layout");
   Status status;

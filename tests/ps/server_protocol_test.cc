@@ -10,6 +10,7 @@
 #include "ps/region_exchange.h"
 #include "ps/checkpoint/resume.h"
 #include "ps/server.h"
+#include "ps/start_check.h"
 #include "tests/ps/synthetic_training.h"
 #include "tests/support/mesh.h"
 #include "transport/bootstrap/file_store.h"
@@ -59,6 +60,8 @@ TEST_P(ServerProtocolTest, RogueWorkerIsCutOffAndNamed) {
   auto region = (*mesh)[1].registerMemory(buffer.data(), buffer.size() * sizeof(float));
   ASSERT_TRUE(region) << region.status().toString();
   const Status rogue = [&]() -> Status {
+    // It passes the start-up check like any worker built alike.
+    POSEIDON_RETURN_IF_ERROR(ps::agreeOnPsJob(**store, job, 1, model, *layout, ps::Consistency::bsp(), nullptr, deadline));
     POSEIDON_RETURN_IF_ERROR(ps::publishWorkerRegion(**store, job, 1, **region));
     auto servers = ps::fetchServerRegions(**store, job, deadline);
     if (!servers) return servers.status();

@@ -432,10 +432,16 @@ TEST_P(SfBroadcastRogue, RogueImmediateIsRefusedNamingThePeer) {
   std::vector<std::unique_ptr<SfBroadcast>> sfbs(2);
   // A raw write on rank 1's context, into rank 0's receive buffer as published, before any real one.
   auto inject = [&]() -> Status {
-    auto value = env.store->get(sfRegionKey(env.mesh[1].name(), 0), deadline);
+    auto value = env.store->get(sfRegionKey(*env.store, env.mesh[1].name(), 0), deadline);
     if (!value) return value.status();
+    // The region exchange's value: a 16-byte header (transport/bootstrap/region_exchange.h), then
+    // the descriptor.
+    constexpr size_t kHeaderBytes = 16;
+    if (value->size() < kHeaderBytes + transport::RemoteDescriptor::kEncodedSize) {
+      return makeStatus(StatusCode::kProtocolError, "the published value has {} bytes", value->size());
+    }
     auto remote = transport::RemoteDescriptor::parse(
-        std::span<const uint8_t>(value->data(), transport::RemoteDescriptor::kEncodedSize));
+        std::span<const uint8_t>(value->data() + kHeaderBytes, transport::RemoteDescriptor::kEncodedSize));
     if (!remote) return remote.status();
     testing::Buffer junk = testing::makeBuffer(env.mesh[1], 64);
     for (uint32_t imm : rogue.immediates) {

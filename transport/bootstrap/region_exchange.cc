@@ -84,7 +84,7 @@ Result<PublishedRegions> RegionExchange::parse(int member, const std::vector<uin
   }
   if (fingerprint != needs.fingerprint) {
     return makeStatus(StatusCode::kInvalidArgument,
-                      "{} was given another {} than this side (fingerprint {:#010x}, expected {:#010x}; {})",
+                      "{} was given other {} than this side (fingerprint {:#010x}, expected {:#010x}; {})",
                       who(member), names_.fingerprint_covers, fingerprint, needs.fingerprint, where);
   }
   if (count != needs.min_bytes.size()) {
