@@ -14,7 +14,6 @@
 #include <fstream>
 #include <thread>
 
-#include "ps/model_spec.h"
 #include "ps/server.h"
 #include "tests/ps/synthetic_training.h"
 #include "transport/bootstrap/open_store.h"
@@ -145,7 +144,7 @@ int main(int argc, char** argv) {
 
   const ps::PsJob job{options.workers, size - options.workers, "ps"};
   const auto model = testing::syntheticModel();
-  auto layout = ps::ChunkLayout::build(model, job.servers, chunk_bytes);
+  auto layout = ps::ChunkLayout::build(model.tensors(), job.servers, chunk_bytes);
   if (!layout) return fail(layout.status(), "layout");
   Status status;
   if (role == "server") {
@@ -159,8 +158,7 @@ int main(int argc, char** argv) {
     if (!server) return fail(server.status(), "server");
     status = (*server)->waitUntilDone(deadline);
   } else {
-    auto client = ps::Client::start(**context, **store, model, *layout, testing::syntheticLayers(model), job,
-                                    *consistency, deadline);
+    auto client = ps::Client::start(**context, **store, model, *layout, job, *consistency, deadline);
     if (!client) return fail(client.status(), "client");
     status = runWorker(**client, rank, options, deadline);
   }
