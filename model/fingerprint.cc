@@ -66,8 +66,10 @@ Fingerprint modelFingerprint(const Model& model) {
   Fingerprint fingerprint;
   fingerprint.add("model.batch", std::to_string(model.batch()));
   for (const Layer& layer : model.layers()) {
-    fingerprint.add("layer " + layer.name(), layerSpecItem(layer));
+    // Tensors first: a size difference is then named by the tensor ("fc3.weight = 170 floats"),
+    // and the layer's own item still catches another kind or shape with the same sizes.
     for (const Tensor& tensor : layer.tensors()) fingerprint.add(tensor.name, fmt::format("{} floats", tensor.floats));
+    fingerprint.add("layer " + layer.name(), layerSpecItem(layer));
   }
   return fingerprint;
 }

@@ -42,9 +42,9 @@ class Fingerprint {
   std::vector<FingerprintItem> items_;
 };
 
-// The model's items, in model order: "model.batch" = "32", then per layer "layer <name>" = its
-// spec item ("fc:fc6=4096x25088+bias"), followed by each of its tensors: "<tensor>" =
-// "<floats> floats".
+// The model's items, in model order: "model.batch" = "32", then per layer each of its tensors,
+// "<tensor>" = "<floats> floats", followed by "layer <name>" = its spec item
+// ("fc:fc6=4096x25088+bias").
 Fingerprint modelFingerprint(const Model& model);
 
 // The first item where `theirs` (of rank `their_label`) differs from `mine`, in words:

@@ -6,8 +6,7 @@
 
 namespace poseidon::ps {
 
-
-Result<ChunkLayout> ChunkLayout::build(std::span<const TensorSpec> tensors, int servers, uint64_t chunk_bytes,
+Result<ChunkLayout> ChunkLayout::build(std::span<const model::Tensor> tensors, int servers, uint64_t chunk_bytes,
                                        std::span<const size_t> chunk_starts) {
   if (tensors.empty()) return makeStatus(StatusCode::kInvalidArgument, "model has no tensors");
   if (servers < 1) return makeStatus(StatusCode::kInvalidArgument, "servers {} is not >= 1", servers);
@@ -17,16 +16,16 @@ Result<ChunkLayout> ChunkLayout::build(std::span<const TensorSpec> tensors, int 
   }
   std::set<std::string> names;
   uint64_t total = 0;
-  for (const TensorSpec& t : tensors) {
-    if (t.elements == 0) return makeStatus(StatusCode::kInvalidArgument, "tensor '{}' has 0 elements", t.name);
+  for (const model::Tensor& t : tensors) {
+    if (t.floats == 0) return makeStatus(StatusCode::kInvalidArgument, "tensor '{}' has 0 floats", t.name);
     if (!names.insert(t.name).second) {
       return makeStatus(StatusCode::kInvalidArgument, "tensor name '{}' appears twice", t.name);
     }
-    if (t.elements > (std::numeric_limits<uint64_t>::max() - total) / 4) {
-      return makeStatus(StatusCode::kInvalidArgument, "tensor '{}' of {} elements overflows the model size", t.name,
-                        t.elements);
+    if (t.floats > (std::numeric_limits<uint64_t>::max() - total) / 4) {
+      return makeStatus(StatusCode::kInvalidArgument, "tensor '{}' of {} floats overflows the model size", t.name,
+                        t.floats);
     }
-    total += t.elements * 4;
+    total += t.floats * 4;
   }
   for (size_t i = 0; i < chunk_starts.size(); ++i) {
     if (chunk_starts[i] >= tensors.size() || (i > 0 && chunk_starts[i] <= chunk_starts[i - 1])) {
@@ -62,7 +61,7 @@ Result<ChunkLayout> ChunkLayout::build(std::span<const TensorSpec> tensors, int 
       ++next_start;
       POSEIDON_RETURN_IF_ERROR(closeChunk());
     }
-    uint64_t left = tensors[t].elements * 4;
+    uint64_t left = tensors[t].floats * 4;
     uint64_t tensor_offset = 0;
     while (left > 0) {
       const uint64_t in_chunk = position - chunk_start;
@@ -84,28 +83,44 @@ std::vector<uint64_t> ChunkLayout::bytesPerServer() const {
   return bytes;
 }
 
-std::vector<uint64_t> perTensorBytesPerServer(std::span<const TensorSpec> tensors, int servers) {
+Status ChunkLayout::checkLaysOut(std::span<const model::Tensor> tensors) const {
+  if (tensors.size() != pieces_.size()) {
+    return makeStatus(StatusCode::kInvalidArgument, "the chunk layout has {} tensors, the model {}", pieces_.size(),
+                      tensors.size());
+  }
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    uint64_t bytes = 0;
+    for (const TensorPiece& piece : pieces_[t]) bytes += piece.bytes;
+    if (bytes != tensors[t].floats * 4) {
+      return makeStatus(StatusCode::kInvalidArgument, "the chunk layout has {} bytes for tensor {} ('{}') of {} floats",
+                        bytes, t, tensors[t].name, tensors[t].floats);
+    }
+  }
+  return Status::ok();
+}
+
+std::vector<uint64_t> perTensorBytesPerServer(std::span<const model::Tensor> tensors, int servers) {
   std::vector<uint64_t> bytes(static_cast<size_t>(std::max(servers, 1)), 0);
-  for (const TensorSpec& t : tensors) {
+  for (const model::Tensor& t : tensors) {
     auto least = std::min_element(bytes.begin(), bytes.end());
-    *least += t.elements * 4;
+    *least += t.floats * 4;
   }
   return bytes;
 }
 
-uint64_t modelFingerprint(std::span<const TensorSpec> tensors) {
+uint64_t modelFingerprint(std::span<const model::Tensor> tensors) {
   uint64_t hash = 14695981039346656037ull;  // FNV-1a 64
   auto mix = [&hash](const void* data, size_t size) {
     const auto* bytes = static_cast<const uint8_t*>(data);
     for (size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
   };
-  for (const TensorSpec& t : tensors) {
+  for (const model::Tensor& t : tensors) {
     mix(t.name.data(), t.name.size());
     const uint8_t separator = 0;
     mix(&separator, 1);
-    uint8_t elements[8];
-    for (int i = 0; i < 8; ++i) elements[i] = static_cast<uint8_t>(t.elements >> (8 * i));
-    mix(elements, sizeof elements);
+    uint8_t floats[8];  // little-endian, as the hash has always taken the count
+    for (int i = 0; i < 8; ++i) floats[i] = static_cast<uint8_t>(t.floats >> (8 * i));
+    mix(floats, sizeof floats);
   }
   return hash;
 }

@@ -15,16 +15,11 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/tensor.h"
 
 namespace poseidon::ps {
 
-
 inline constexpr uint64_t kDefaultChunkBytes = uint64_t{2} << 20;
-
-struct TensorSpec {
-  std::string name;
-  uint64_t elements = 0;  // float32 elements
-};
 
 // A contiguous part of one tensor inside one chunk.
 struct TensorPiece {
@@ -43,12 +38,13 @@ struct Chunk {
 
 class ChunkLayout {
  public:
-  // Fails, naming the value, on an empty model, a tensor of 0 elements, duplicate names, servers
+  // `tensors`: a model's tensors() in model order (only names and float counts matter here).
+  // Fails, naming the value, on an empty model, a tensor of 0 floats, duplicate names, servers
   // < 1, or a chunk size that is not a positive multiple of 4 bytes.
   // `chunk_starts`: indices of tensors (ascending) that begin a fresh chunk, the one before being
-  // cut short. HybComm passes each layer's first tensor, so no chunk is shared by two layers and a
+  // cut short. HybComm passes the model's layerStarts(), so no chunk is shared by two layers and a
   // layer can travel through the PS in an iteration when its neighbours go another way.
-  static Result<ChunkLayout> build(std::span<const TensorSpec> tensors, int servers,
+  static Result<ChunkLayout> build(std::span<const model::Tensor> tensors, int servers,
                                    uint64_t chunk_bytes = kDefaultChunkBytes,
                                    std::span<const size_t> chunk_starts = {});
 
@@ -58,6 +54,9 @@ class ChunkLayout {
   int servers() const { return servers_; }
   uint64_t chunkBytes() const { return chunk_bytes_; }
   std::vector<uint64_t> bytesPerServer() const;
+  // Fails, naming the tensor, unless the layout holds exactly these tensors' bytes in this order:
+  // a server and a client given another model than the layout's would exchange other bytes.
+  Status checkLaysOut(std::span<const model::Tensor> tensors) const;
 
  private:
   int servers_ = 1;
@@ -68,11 +67,13 @@ class ChunkLayout {
 
 // For comparison: stock per-tensor placement, each tensor whole on one server, the next tensor
 // on the least loaded server (greedy, which is already kinder than round-robin).
-std::vector<uint64_t> perTensorBytesPerServer(std::span<const TensorSpec> tensors, int servers);
+std::vector<uint64_t> perTensorBytesPerServer(std::span<const model::Tensor> tensors, int servers);
 
-// A 64-bit hash (FNV-1a) of the tensor names and sizes in order: checkpoints record it so a
-// file written for another model is refused.
-uint64_t modelFingerprint(std::span<const TensorSpec> tensors);
+// A 64-bit hash (FNV-1a) of the tensor names and float counts in order: checkpoints record it so
+// a file written for another model is refused. Shapes and layer kinds do not enter it, so files
+// written before models had them still load (the start-up agreement, model/fingerprint.h,
+// compares those).
+uint64_t modelFingerprint(std::span<const model::Tensor> tensors);
 
 // max / min of bytes per server (infinity when a server holds nothing).
 double imbalance(const std::vector<uint64_t>& bytes_per_server);

@@ -73,7 +73,7 @@ struct ChunkTrack {
 };
 
 struct LayerTrack {
-  Layer layer;
+  std::string name;
   std::vector<uint32_t> chunks;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (byte offset, bytes) of its tensors
   uint64_t clock = 0;
@@ -93,14 +93,14 @@ class ClientImpl final : public Client {
     for (std::thread& thread : threads_) thread.join();
   }
 
-  Status setUp(transport::bootstrap::Store& store, std::span<const TensorSpec> model, const ChunkLayout& layout,
-               std::vector<Layer> layers, Deadline deadline);
+  Status setUp(transport::bootstrap::Store& store, const model::Model& model, const ChunkLayout& layout,
+               Deadline deadline);
 
   std::span<float> parameters(size_t tensor) override {
-    return {params_.data() + tensor_offsets_[tensor] / sizeof(float), tensor_elements_[tensor]};
+    return {params_.data() + tensor_offsets_[tensor] / sizeof(float), tensor_floats_[tensor]};
   }
   std::span<float> gradients(size_t tensor) override {
-    return {grads_.data() + tensor_offsets_[tensor] / sizeof(float), tensor_elements_[tensor]};
+    return {grads_.data() + tensor_offsets_[tensor] / sizeof(float), tensor_floats_[tensor]};
   }
   std::span<float> allParameters() override { return {params_.data(), model_bytes_ / sizeof(float)}; }
   uint64_t startClock() const override { return start_clock_; }
@@ -133,7 +133,7 @@ class ClientImpl final : public Client {
   }
   RequestPtr newRequest(const char* what, size_t layer) {
     return std::make_shared<Request>(
-        fmt::format("{} of layer '{}' at clock {} by worker {}", what, layers_[layer].layer.name,
+        fmt::format("{} of layer '{}' at clock {} by worker {}", what, layers_[layer].name,
                     layers_[layer].clock, worker_));
   }
 
@@ -144,7 +144,7 @@ class ClientImpl final : public Client {
   const uint64_t push_window_bytes_;
   uint64_t model_bytes_ = 0;
   std::vector<uint64_t> tensor_offsets_;
-  std::vector<size_t> tensor_elements_;
+  std::vector<size_t> tensor_floats_;
   std::vector<float> params_;
   std::vector<float> grads_;
   std::vector<float> accumulated_;  // async with n_push > 1
@@ -166,34 +166,14 @@ class ClientImpl final : public Client {
   std::atomic<bool> stopping_{false};
 };
 
-Status ClientImpl::setUp(transport::bootstrap::Store& store, std::span<const TensorSpec> model,
-                         const ChunkLayout& layout, std::vector<Layer> layers, Deadline deadline) {
-  for (const TensorSpec& tensor : model) {
+Status ClientImpl::setUp(transport::bootstrap::Store& store, const model::Model& model, const ChunkLayout& layout,
+                         Deadline deadline) {
+  const std::vector<model::Tensor> tensors = model.tensors();
+  POSEIDON_RETURN_IF_ERROR(layout.checkLaysOut(tensors).withContext(fmt::format("model '{}'", model.name())));
+  for (size_t t = 0; t < tensors.size(); ++t) {
     tensor_offsets_.push_back(model_bytes_);
-    tensor_elements_.push_back(tensor.elements);
-    model_bytes_ += tensor.elements * sizeof(float);
-  }
-  if (layout.tensorCount() != model.size()) {
-    return makeStatus(StatusCode::kInvalidArgument, "the chunk layout has {} tensors; the model has {}",
-                      layout.tensorCount(), model.size());
-  }
-  // Every tensor in exactly one layer, so every chunk byte has an owner that pushes it.
-  std::vector<int> owner(model.size(), -1);
-  for (size_t l = 0; l < layers.size(); ++l) {
-    for (size_t tensor : layers[l].tensors) {
-      if (tensor >= model.size()) {
-        return makeStatus(StatusCode::kInvalidArgument, "layer '{}' names tensor {} but the model has {}",
-                          layers[l].name, tensor, model.size());
-      }
-      if (owner[tensor] >= 0) {
-        return makeStatus(StatusCode::kInvalidArgument, "tensor '{}' is in layers '{}' and '{}'", model[tensor].name,
-                          layers[static_cast<size_t>(owner[tensor])].name, layers[l].name);
-      }
-      owner[tensor] = static_cast<int>(l);
-    }
-  }
-  for (size_t t = 0; t < model.size(); ++t) {
-    if (owner[t] < 0) return makeStatus(StatusCode::kInvalidArgument, "tensor '{}' is in no layer", model[t].name);
+    tensor_floats_.push_back(tensors[t].floats);
+    model_bytes_ += tensors[t].floats * sizeof(float);
   }
 
   std::vector<Shard> shards;
@@ -210,16 +190,20 @@ Status ClientImpl::setUp(transport::bootstrap::Store& store, std::span<const Ten
       chunk.bytes = shard.chunks[j].bytes;
     }
   }
-  for (Layer& layer : layers) {
+  // Layer l owns tensors [starts[l], starts[l + 1]): every tensor in exactly one layer, so every
+  // chunk byte has an owner that pushes it.
+  const std::vector<size_t> starts = model.layerStarts();
+  for (size_t l = 0; l < starts.size(); ++l) {
     LayerTrack track;
-    for (size_t tensor : layer.tensors) {
-      track.ranges.emplace_back(tensor_offsets_[tensor], model[tensor].elements * sizeof(float));
+    track.name = model.layers()[l].name();
+    const size_t end = l + 1 < starts.size() ? starts[l + 1] : tensors.size();
+    for (size_t tensor = starts[l]; tensor < end; ++tensor) {
+      track.ranges.emplace_back(tensor_offsets_[tensor], tensors[tensor].floats * sizeof(float));
       for (const TensorPiece& piece : layout.piecesOf(tensor)) track.chunks.push_back(piece.chunk);
     }
     std::sort(track.chunks.begin(), track.chunks.end());
     track.chunks.erase(std::unique(track.chunks.begin(), track.chunks.end()), track.chunks.end());
     for (uint32_t chunk : track.chunks) ++chunks_[chunk].layers;
-    track.layer = std::move(layer);
     layers_.push_back(std::move(track));
   }
 
@@ -588,27 +572,26 @@ Status ClientImpl::finish(Deadline deadline) {
 }  // namespace
 
 Result<std::unique_ptr<Client>> Client::start(transport::Context& context, transport::bootstrap::Store& store,
-                                              std::span<const TensorSpec> model, const ChunkLayout& layout,
-                                              std::vector<Layer> layers, const PsJob& job,
+                                              const model::Model& model, const ChunkLayout& layout, const PsJob& job,
                                               const Consistency& consistency, Deadline deadline) {
   ClientOptions options;
   options.consistency = consistency;
-  return start(context, store, model, layout, std::move(layers), job, options, deadline);
+  return start(context, store, model, layout, job, options, deadline);
 }
 
 Result<std::unique_ptr<Client>> Client::start(transport::Context& context, transport::bootstrap::Store& store,
-                                              std::span<const TensorSpec> model, const ChunkLayout& layout,
-                                              std::vector<Layer> layers, const PsJob& job,
+                                              const model::Model& model, const ChunkLayout& layout, const PsJob& job,
                                               const ClientOptions& options, Deadline deadline) {
   POSEIDON_RETURN_IF_ERROR(job.validate(context));
   POSEIDON_RETURN_IF_ERROR(options.consistency.validate());
+  POSEIDON_RETURN_IF_ERROR(model.validate());
   if (context.rank() >= job.workers) {
     return makeStatus(StatusCode::kInvalidArgument, "rank {} is not a worker rank of the PS job ({} workers)",
                       context.rank(), job.workers);
   }
   POSEIDON_RETURN_IF_ERROR(agreeOnPsJob(store, job, context.rank(), model, layout, options.consistency, nullptr, deadline));
   auto client = std::make_unique<ClientImpl>(context, job, options);
-  POSEIDON_RETURN_IF_ERROR(client->setUp(store, model, layout, std::move(layers), deadline));
+  POSEIDON_RETURN_IF_ERROR(client->setUp(store, model, layout, deadline));
   return std::unique_ptr<Client>(std::move(client));
 }
 

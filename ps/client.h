@@ -7,10 +7,12 @@
 // push a layer's gradient the moment backprop produced it and pull it back while the layers
 // below still compute (WFBP).
 //
-// A chunk can hold the end of one layer and the start of the next; it travels once every layer
-// in it has pushed (or pulled) for the clock, so a request may complete only after the
-// neighbouring layer's call. Each layer's clock counts its pushes; pull(layer) asks for the
-// version its clock needs under the job's consistency model.
+// The unit of push() and pull() is a layer of the model (model::Model::layers(), its tensors
+// [layerStarts()[l], layerStarts()[l + 1])): what one backprop step produces. A chunk can hold
+// the end of one layer and the start of the next; it travels once every layer in it has pushed
+// (or pulled) for the clock, so a request may complete only after the neighbouring layer's call.
+// Each layer's clock counts its pushes; pull(layer) asks for the version its clock needs under
+// the job's consistency model.
 #pragma once
 
 #include <memory>
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "model/model.h"
 #include "ps/chunk_layout.h"
 #include "ps/consistency.h"
 #include "ps/job.h"
@@ -26,12 +29,6 @@
 #include "transport/request.h"
 
 namespace poseidon::ps {
-
-// A unit of synchronisation: the tensors (indices into the model) one backprop step produces.
-struct Layer {
-  std::string name;
-  std::vector<size_t> tensors;
-};
 
 struct ClientOptions {
   Consistency consistency;  // must match the servers'
@@ -43,19 +40,15 @@ struct ClientOptions {
 
 class Client {
  public:
-  // Registers the buffers, publishes them and learns the servers'; every tensor must belong to
-  // exactly one layer. `context` must be connected and outlive the client.
-  static Result<std::unique_ptr<Client>> start(transport::Context& context,
-                                                          transport::bootstrap::Store& store,
-                                                          std::span<const TensorSpec> model, const ChunkLayout& layout,
-                                                          std::vector<Layer> layers, const PsJob& job,
-                                                          const Consistency& consistency,
-                                                          Deadline deadline);
-  static Result<std::unique_ptr<Client>> start(transport::Context& context,
-                                                          transport::bootstrap::Store& store,
-                                                          std::span<const TensorSpec> model, const ChunkLayout& layout,
-                                                          std::vector<Layer> layers, const PsJob& job,
-                                                          const ClientOptions& options, Deadline deadline);
+  // Registers the buffers, publishes them and learns the servers'. `layout` must have been built
+  // from model.tensors(); tensor and layer indices below are the model's. Fails, naming the
+  // model, on a model that does not validate. `context` must be connected and outlive the client.
+  static Result<std::unique_ptr<Client>> start(transport::Context& context, transport::bootstrap::Store& store,
+                                               const model::Model& model, const ChunkLayout& layout,
+                                               const PsJob& job, const Consistency& consistency, Deadline deadline);
+  static Result<std::unique_ptr<Client>> start(transport::Context& context, transport::bootstrap::Store& store,
+                                               const model::Model& model, const ChunkLayout& layout,
+                                               const PsJob& job, const ClientOptions& options, Deadline deadline);
   virtual ~Client() = default;
 
   virtual std::span<float> parameters(size_t tensor) = 0;

@@ -2,13 +2,11 @@
 
 #include <charconv>
 #include <fmt/format.h>
-
-#include "ps/spec_text.h"
+#include <ranges>
 
 #include "ps/imm_code.h"
 
 namespace poseidon::ps {
-
 
 uint64_t Consistency::minVersion(uint64_t clock) const {
   switch (mode) {
@@ -66,9 +64,8 @@ Result<Consistency> parseConsistency(std::string_view text) {
     result = Consistency::ssp(*staleness);
   } else if (mode == "async") {
     result = Consistency::async();
-    std::string_view options = rest;
-    while (!options.empty()) {
-      const std::string_view item = takeItem(options);
+    for (const auto option : std::views::split(rest, ',')) {
+      const std::string_view item(option.begin(), option.end());
       const size_t equals = item.find('=');
       const std::string_view key = item.substr(0, equals);
       if (equals == std::string_view::npos || (key != "push" && key != "fetch")) {

@@ -76,7 +76,7 @@ class ServerImpl final : public Server {
     checkpointer_.reset();
   }
 
-  Status setUp(transport::bootstrap::Store& store, std::span<const TensorSpec> model, Deadline deadline);
+  Status setUp(transport::bootstrap::Store& store, const model::Model& model, Deadline deadline);
 
   Status waitUntilDone(Deadline deadline) override {
     std::unique_lock lock(done_mutex_);
@@ -168,7 +168,7 @@ class ServerImpl final : public Server {
   std::atomic<uint64_t> updates_{0};
 };
 
-Status ServerImpl::setUp(transport::bootstrap::Store& store, std::span<const TensorSpec> model, Deadline deadline) {
+Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model& model, Deadline deadline) {
   if (shard_.chunks.size() > kMaxChunksPerServer) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "server {} would hold {} chunks; the protocol allows {} per server (use bigger chunks or "
@@ -197,7 +197,7 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, std::span<const Ten
   identity.servers = static_cast<uint32_t>(job_.servers);
   identity.workers = static_cast<uint32_t>(job_.workers);
   identity.chunk_bytes = chunk_bytes_;
-  identity.model_fingerprint = modelFingerprint(model);
+  identity.model_fingerprint = modelFingerprint(model.tensors());
   identity.chunks = static_cast<uint32_t>(shard_.chunks.size());
   identity.elements = elements;
   identity.state_words = static_cast<uint32_t>(words);
@@ -486,7 +486,7 @@ void ServerImpl::finishWorker(int worker, WorkerState state) {
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::start(transport::Context& context, transport::bootstrap::Store& store,
-                                              std::span<const TensorSpec> model, const ChunkLayout& layout,
+                                              const model::Model& model, const ChunkLayout& layout,
                                               const PsJob& job, const ServerOptions& options, Deadline deadline) {
   POSEIDON_RETURN_IF_ERROR(job.validate(context));
   POSEIDON_RETURN_IF_ERROR(options.optimizer.validate());
@@ -500,6 +500,8 @@ Result<std::unique_ptr<Server>> Server::start(transport::Context& context, trans
     return makeStatus(StatusCode::kInvalidArgument, "rank {} is not a server rank of the PS job ({} workers, {} servers)",
                       context.rank(), job.workers, job.servers);
   }
+  POSEIDON_RETURN_IF_ERROR(model.validate());
+  POSEIDON_RETURN_IF_ERROR(layout.checkLaysOut(model.tensors()).withContext(fmt::format("model '{}'", model.name())));
   if (layout.servers() != job.servers) {
     return makeStatus(StatusCode::kInvalidArgument, "the chunk layout is for {} servers; the job has {}",
                       layout.servers(), job.servers);

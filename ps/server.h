@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 
+#include "model/model.h"
 #include "ps/chunk_layout.h"
 #include "ps/consistency.h"
 #include "ps/job.h"
@@ -49,12 +50,11 @@ struct ServerStats {
 class Server {
  public:
   // Registers memory, publishes this shard's descriptors in the store, agrees on the resume
-  // clock and starts the worker threads. `context` must be connected and outlive the server.
-  static Result<std::unique_ptr<Server>> start(transport::Context& context,
-                                                          transport::bootstrap::Store& store,
-                                                          std::span<const TensorSpec> model, const ChunkLayout& layout,
-                                                          const PsJob& job, const ServerOptions& options,
-                                                          Deadline deadline);
+  // clock and starts the worker threads. `layout` must have been built from model.tensors()
+  // (checkpoints record their modelFingerprint). `context` must be connected and outlive the server.
+  static Result<std::unique_ptr<Server>> start(transport::Context& context, transport::bootstrap::Store& store,
+                                               const model::Model& model, const ChunkLayout& layout,
+                                               const PsJob& job, const ServerOptions& options, Deadline deadline);
   virtual ~Server() = default;
 
   // Blocks until every worker said goodbye; returns the first failure (a worker that vanished

@@ -7,15 +7,14 @@
 
 namespace poseidon::ps {
 
-Status agreeOnPsJob(transport::bootstrap::Store& store, const PsJob& job, int rank, std::span<const TensorSpec> model,
+Status agreeOnPsJob(transport::bootstrap::Store& store, const PsJob& job, int rank, const model::Model& model,
                     const ChunkLayout& layout, const Consistency& consistency, const ServerSetUp* server,
                     Deadline deadline) {
   const auto describe = [&job](int r) {
     return job.isServerRank(r) ? fmt::format("server {} (rank {})", r - job.workers, r)
                                : fmt::format("worker {} (rank {})", r, r);
   };
-  model::Fingerprint job_items;
-  for (const TensorSpec& tensor : model) job_items.add(tensor.name, fmt::format("{} floats", tensor.elements));
+  model::Fingerprint job_items = model::modelFingerprint(model);
   job_items.add("ps.workers", std::to_string(job.workers));
   job_items.add("ps.servers", std::to_string(job.servers));
   job_items.add("ps.chunk_bytes", std::to_string(layout.chunkBytes()));

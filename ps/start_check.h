@@ -3,16 +3,16 @@
 // another model, layout, worker or server count or consistency model fails the whole job at once,
 // naming the ranks and the first differing item, instead of training silently wrong parameters.
 //
-// Items of every rank: each tensor's float count (in model order), the chunk size, the chunk
-// count and the bytes per server, P1, P2 and the consistency model. The servers also compare the
+// Items of every rank: the model's (model/fingerprint.h: each layer's kind and shape, each
+// tensor's float count, in model order), the chunk size, the chunk count and the bytes per
+// server, P1, P2 and the consistency model. The servers also compare the
 // optimizer and whether they average, which only they hold.
 #pragma once
-
-#include <span>
 
 #include "common/deadline.h"
 #include "common/status.h"
 #include "kernels/optimizer_config.h"
+#include "model/model.h"
 #include "ps/chunk_layout.h"
 #include "ps/consistency.h"
 #include "ps/job.h"
@@ -27,7 +27,7 @@ struct ServerSetUp {
 };
 
 // `server` is null on a worker.
-Status agreeOnPsJob(transport::bootstrap::Store& store, const PsJob& job, int rank, std::span<const TensorSpec> model,
+Status agreeOnPsJob(transport::bootstrap::Store& store, const PsJob& job, int rank, const model::Model& model,
                     const ChunkLayout& layout, const Consistency& consistency, const ServerSetUp* server,
                     Deadline deadline);
 

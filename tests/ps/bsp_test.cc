@@ -58,8 +58,7 @@ TEST_P(BspTest, MatchesSingleProcessBitForBit) {
                       << expected[at];
   }
   // Each server's shard holds the same bits at its chunks' places in the model.
-  const auto model = syntheticModel();
-  auto layout = ps::ChunkLayout::build(model, c.servers, spec.chunk_bytes);
+  auto layout = ps::ChunkLayout::build(syntheticModel().tensors(), c.servers, spec.chunk_bytes);
   for (int s = 0; s < c.servers; ++s) {
     const ps::Shard shard = ps::Shard::of(*layout, s);
     for (const ps::ShardChunk& chunk : shard.chunks) {

@@ -28,7 +28,7 @@ ClusterRun runCluster(const ClusterSpec& spec) {
     return run;
   }
   const auto model = syntheticModel();
-  auto layout = ps::ChunkLayout::build(model, spec.servers, spec.chunk_bytes);
+  auto layout = ps::ChunkLayout::build(model.tensors(), spec.servers, spec.chunk_bytes);
   const ps::PsJob job{spec.workers, spec.servers, "ps"};
   const Deadline deadline = Deadline::after(spec.deadline);
   std::vector<std::thread> threads;
@@ -46,8 +46,7 @@ ClusterRun runCluster(const ClusterSpec& spec) {
   }
   for (int w = 0; w < spec.workers; ++w) {
     threads.emplace_back([&, w] {
-      auto client = ps::Client::start((*mesh)[w], **store, model, *layout, syntheticLayers(model), job,
-                                      spec.server.consistency, deadline);
+      auto client = ps::Client::start((*mesh)[w], **store, model, *layout, job, spec.server.consistency, deadline);
       if (!client) {
         run.worker_status[static_cast<size_t>(w)] = client.status();
         return;

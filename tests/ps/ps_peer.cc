@@ -14,7 +14,6 @@
 #include <fstream>
 #include <thread>
 
-#include "ps/model_spec.h"
 #include "ps/server.h"
 #include "tests/ps/synthetic_training.h"
 #include "transport/bootstrap/open_store.h"
@@ -146,9 +145,8 @@ int main(int argc, char** argv) {
   if (Status st = (*context)->connect(**store, deadline); !st.isOk()) return fail(st, "connect");
 
   const ps::PsJob job{options.workers, size - options.workers, "ps"};
-  auto model = testing::syntheticModel();
-  model.back().elements += extra_floats;
-  auto layout = ps::ChunkLayout::build(model, job.servers, chunk_bytes);
+  const auto model = testing::syntheticModel(extra_floats);
+  auto layout = ps::ChunkLayout::build(model.tensors(), job.servers, chunk_bytes);
   if (!layout) return fail(layout.status(), "layout");
   Status status;
   if (role == "server") {
@@ -162,8 +160,7 @@ int main(int argc, char** argv) {
     if (!server) return fail(server.status(), "server");
     status = (*server)->waitUntilDone(deadline);
   } else {
-    auto client = ps::Client::start(**context, **store, model, *layout, testing::syntheticLayers(model), job,
-                                    *consistency, deadline);
+    auto client = ps::Client::start(**context, **store, model, *layout, job, *consistency, deadline);
     if (!client) return fail(client.status(), "client");
     status = runWorker(**client, rank, options, deadline);
   }

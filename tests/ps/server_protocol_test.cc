@@ -39,7 +39,7 @@ TEST_P(ServerProtocolTest, RogueWorkerIsCutOffAndNamed) {
   auto store = transport::bootstrap::FileStore::open(mesh->dir->path() + "/ps-store");
   ASSERT_TRUE(store);
   const auto model = syntheticModel();
-  auto layout = ps::ChunkLayout::build(model, 1, 4096);
+  auto layout = ps::ChunkLayout::build(model.tensors(), 1, 4096);
   const ps::PsJob job{2, 1, "ps"};
   const Deadline deadline = Deadline::after(std::chrono::seconds(30));
 
@@ -50,8 +50,7 @@ TEST_P(ServerProtocolTest, RogueWorkerIsCutOffAndNamed) {
     server_status = server ? (*server)->waitUntilDone(deadline) : server.status();
   });
   std::thread worker_thread([&] {
-    auto client = ps::Client::start((*mesh)[0], **store, model, *layout, syntheticLayers(model), job,
-                                    ps::Consistency::bsp(), deadline);
+    auto client = ps::Client::start((*mesh)[0], **store, model, *layout, job, ps::Consistency::bsp(), deadline);
     worker_status = client ? trainWorker(**client, {0, 20, 1, true}, deadline) : client.status();
   });
   // The rogue worker speaks the protocol's wire but not its rules.

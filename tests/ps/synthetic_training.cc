@@ -8,16 +8,12 @@
 
 namespace poseidon::testing {
 
-
-std::vector<ps::TensorSpec> syntheticModel() {
-  return {{"conv1.w", 1733}, {"conv1.b", 7},  {"conv2.w", 2999}, {"conv2.b", 13},
-          {"fc1.w", 9001},   {"fc1.b", 101},  {"fc2.w", 517},    {"fc2.b", 3}};
-}
-
-std::vector<ps::Layer> syntheticLayers(const std::vector<ps::TensorSpec>& model) {
-  std::vector<ps::Layer> layers;
-  for (size_t t = 0; t + 1 < model.size(); t += 2) layers.push_back({model[t].name, {t, t + 1}});
-  return layers;
+model::Model syntheticModel(uint64_t extra_last_floats) {
+  using model::Layer;
+  return model::Model("synthetic", {Layer::other("conv1", {{"conv1.w", 1733}, {"conv1.b", 7}}),
+                                    Layer::other("conv2", {{"conv2.w", 2999}, {"conv2.b", 13}}),
+                                    Layer::other("fc1", {{"fc1.w", 9001}, {"fc1.b", 101}}),
+                                    Layer::other("fc2", {{"fc2.w", 517}, {"fc2.b", 3 + extra_last_floats}})});
 }
 
 void initialParameters(std::span<float> params) {
@@ -61,9 +57,7 @@ Status trainWorker(ps::Client& client, const WorkerRun& run, Deadline deadline) 
 }
 
 std::vector<float> referenceTraining(const kernels::OptimizerConfig& config, int workers, uint64_t clocks, bool average) {
-  const auto model = syntheticModel();
-  uint64_t elements = 0;
-  for (const auto& tensor : model) elements += tensor.elements;
+  const uint64_t elements = syntheticModel().totalParams();
   std::vector<float> params(elements), sum(elements), grads(elements);
   initialParameters(params);
   kernels::OptimizerConfig optimizer = config;

@@ -9,16 +9,17 @@
 #include <vector>
 
 #include "kernels/chunk_update.h"
+#include "model/model.h"
 #include "ps/chunk_layout.h"
 #include "ps/client.h"
 #include "kernels/optimizer_config.h"
 
 namespace poseidon::testing {
 
-// Tensors of odd sizes; with 4 KiB chunks several layers share chunks and one spans many.
-std::vector<ps::TensorSpec> syntheticModel();
-// One layer per tensor pair (weight + bias).
-std::vector<ps::Layer> syntheticLayers(const std::vector<ps::TensorSpec>& model);
+// Four layers of two tensors each (weight + bias) of odd sizes; with 4 KiB chunks several layers
+// share chunks and one spans many.
+// `extra_last_floats` makes fc2.b longer: a rank built differently, for the start-up check.
+model::Model syntheticModel(uint64_t extra_last_floats = 0);
 void initialParameters(std::span<float> params);
 // Worker `worker`'s gradient at `clock` from the parameters it holds.
 void syntheticGradient(int worker, uint64_t clock, std::span<const float> params, std::span<float> grads);

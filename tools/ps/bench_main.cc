@@ -1,7 +1,8 @@
 // poseidon-ps-bench: a worker of a parameter-server job that measures the PS data path alone.
-// The model is synthetic (--model), one layer per tensor; the gradients are filled once with a
-// constant (no compute), and every iteration pushes every layer, then pulls every layer and
-// waits for all of it. Prints a perftest-style table of iteration time and goodput (bytes this
+// The model is synthetic (--model), pushed and pulled layer by layer (a layer's weight and bias
+// together; uniform: and tensors: models have one tensor per layer); the gradients are filled
+// once with a constant (no compute), and every iteration pushes every layer, then pulls every
+// layer and waits for all of it. Prints a perftest-style table of iteration time and goodput (bytes this
 // worker pushed + pulled per second), optionally as JSON too.
 //
 // Exit codes: 0 done, 1 the job failed (the reason on stderr), 2 a bad command line.
@@ -64,7 +65,7 @@ BenchReport describe(const BenchCommandLine& c, const JobProcess& p) {
   r.workers = p.job.workers;
   r.servers = p.job.servers;
   r.model_spec = c.job.model_spec;
-  r.tensors = c.job.model.size();
+  r.tensors = c.job.model.tensors().size();
   r.model_bytes = c.job.model_bytes;
   r.chunk_bytes = c.job.chunk_bytes;
   r.chunks = p.layout.chunks().size();
@@ -86,13 +87,11 @@ Status writeJson(const std::string& path, const BenchReport& report) {
 }
 
 Status benchmark(const BenchCommandLine& c, JobProcess& p, BenchReport& report) {
-  std::vector<ps::Layer> layers;
-  for (size_t t = 0; t < c.job.model.size(); ++t) layers.push_back({c.job.model[t].name, {t}});
-  auto client = ps::Client::start(*p.context, *p.store, c.job.model, p.layout, std::move(layers), p.job,
-                                  c.job.consistency, p.deadline());
+  auto client = ps::Client::start(*p.context, *p.store, c.job.model, p.layout, p.job, c.job.consistency,
+                                  p.deadline());
   if (!client) return client.status();
   ps::Client& worker = **client;
-  for (size_t t = 0; t < c.job.model.size(); ++t) {
+  for (size_t t = 0; t < p.layout.tensorCount(); ++t) {
     const std::span<float> gradients = worker.gradients(t);
     std::fill(gradients.begin(), gradients.end(), kGradient);
   }
@@ -137,8 +136,8 @@ int run(const BenchCommandLine& c) {
 int main(int argc, char** argv) {
   using namespace poseidon::tools;
   CLI::App app{"poseidon-ps-bench: a benchmarking worker of a parameter-server job. Each iteration pushes every\n"
-               "layer (one per tensor of --model) and pulls every layer back; gradients are a constant, so this\n"
-               "measures the PS data path. Start poseidon-server on the server ranks. Exit: 0 ok, 1 failure,\n"
+               "layer of --model (weight and bias together) and pulls every layer back; gradients are a constant, so\n"
+               "this measures the PS data path. Start poseidon-server on the server ranks. Exit: 0 ok, 1 failure,\n"
                "2 bad usage.",
                kProgram};
   BenchCommandLine c;

@@ -5,14 +5,14 @@
 #include <limits>
 
 #include "ps/imm_code.h"
-#include "ps/model_spec.h"
+#include "model/spec.h"
 
 namespace poseidon::tools {
 
 void addJobOptions(CLI::App& app, JobOptions& o) {
   app.add_option("--model", o.model_spec,
-                 "The model's tensors: vgg19, vgg19-22k, uniform:<tensors>x<elements> (float32; uniform:25x1048576 "
-                 "is 100 MiB) or tensors:<name>=<elements>,...")
+                 "The model (model/spec.h): a zoo name (vgg19, vgg19-22k, resnet50, ...), uniform:<tensors>x<floats> "
+                 "(float32; uniform:25x1048576 is 100 MiB), tensors:<name>=<floats>,... or fc:/conv:/other: sections")
       ->type_name("SPEC")
       ->required();
   app.add_option("--workers", o.workers, "Worker ranks P1 (ranks 0..P1-1; default: the job's size minus --servers)")
@@ -57,17 +57,10 @@ void addJobOptions(CLI::App& app, JobOptions& o) {
 }
 
 std::string checkJobOptions(JobOptions& o, const char* environment_secret) {
-  auto model = ps::parseModelSpec(o.model_spec);
+  auto model = model::parseModelSpec(o.model_spec);
   if (!model) return fmt::format("--model: {}", model.status().message());
   o.model = std::move(*model);
-  o.model_bytes = 0;
-  for (const ps::TensorSpec& tensor : o.model) {
-    const uint64_t limit = std::numeric_limits<uint64_t>::max() / 2;
-    if (tensor.elements > limit / sizeof(float) || o.model_bytes > limit - tensor.elements * sizeof(float)) {
-      return fmt::format("--model '{}': more bytes than a 64-bit count holds", o.model_spec);
-    }
-    o.model_bytes += tensor.elements * sizeof(float);
-  }
+  o.model_bytes = o.model.totalParams() * sizeof(float);  // a parsed model has at most 2^53 floats
   if (o.chunk_bytes == 0 || o.chunk_bytes % sizeof(float) != 0 || o.chunk_bytes > kMaxChunkBytes) {
     return fmt::format("--chunk-bytes {}: expected a positive multiple of 4 bytes up to {}", o.chunk_bytes,
                        kMaxChunkBytes);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "model/model.h"
 #include "ps/chunk_layout.h"
 #include "ps/consistency.h"
 #include "kernels/optimizer_config.h"
@@ -26,7 +27,7 @@ inline constexpr int kMaxStreams = 64;  // DeviceOptions::validate's bound
 inline constexpr uint64_t kMaxChunkBytes = uint64_t{64} << 20;
 
 struct JobOptions {
-  std::string model_spec;  // ps/model_spec.h
+  std::string model_spec;  // model/spec.h
   int workers = 0;         // 0: the job's size minus --servers
   int servers = 1;
   uint64_t chunk_bytes = ps::kDefaultChunkBytes;
@@ -43,7 +44,7 @@ struct JobOptions {
   std::string job_name = "ps";
 
   // Filled by checkJobOptions() from the specs above.
-  std::vector<ps::TensorSpec> model;
+  model::Model model;
   uint64_t model_bytes = 0;
   ps::Consistency consistency;
   kernels::OptimizerConfig optimizer;

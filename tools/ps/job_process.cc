@@ -94,7 +94,7 @@ Result<std::unique_ptr<JobProcess>> joinJob(const JobOptions& options, Role role
   }
   process->job = ps::PsJob{workers, options.servers, options.job_name};
   POSEIDON_RETURN_IF_ERROR(checkRole(*launch, process->job, role, other_program));
-  auto layout = ps::ChunkLayout::build(options.model, options.servers, options.chunk_bytes);
+  auto layout = ps::ChunkLayout::build(options.model.tensors(), options.servers, options.chunk_bytes);
   if (!layout) return layout.status().withContext(fmt::format("--model '{}'", options.model_spec));
   process->layout = std::move(*layout);
   auto address = listenAddress(options, *launch);

@@ -1,21 +1,19 @@
 #include "trainer/sync/hybrid_ps.h"
 
+#include <utility>
+
 namespace poseidon::trainer {
 
-std::vector<ps::TensorSpec> hybridTensors(std::span<const trainer::LayerShape> layers) {
-  std::vector<ps::TensorSpec> tensors;
+model::Model hybridPsModel(std::span<const trainer::LayerShape> layers) {
+  std::vector<model::Layer> ps_layers;
   for (const trainer::LayerShape& layer : layers) {
-    tensors.push_back({layer.name, static_cast<uint64_t>(layer.denseFloats())});
+    ps_layers.push_back(model::Layer::other(layer.name, static_cast<uint64_t>(layer.denseFloats())));
   }
-  return tensors;
+  return model::Model("hybcomm-ps", std::move(ps_layers));
 }
 
-Result<ps::ChunkLayout> hybridLayout(std::span<const trainer::LayerShape> layers, int servers,
-                                                uint64_t chunk_bytes) {
-  std::vector<size_t> starts(layers.size());
-  for (size_t l = 0; l < layers.size(); ++l) starts[l] = l;
-  const auto tensors = hybridTensors(layers);
-  return ps::ChunkLayout::build(tensors, servers, chunk_bytes, starts);
+Result<ps::ChunkLayout> hybridLayout(const model::Model& ps_model, int servers, uint64_t chunk_bytes) {
+  return ps::ChunkLayout::build(ps_model.tensors(), servers, chunk_bytes, ps_model.layerStarts());
 }
 
 ps::PsJob hybridPsJob(int workers, int servers, const std::string& name) {
@@ -32,13 +30,13 @@ Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& con
                                                                     int workers, int servers, uint64_t chunk_bytes,
                                                                     const std::string& name,
                                                                     Deadline deadline) {
-  auto layout = hybridLayout(layers, servers, chunk_bytes);
+  const model::Model ps_model = hybridPsModel(layers);
+  auto layout = hybridLayout(ps_model, servers, chunk_bytes);
   if (!layout) return layout.status();
   ps::ServerOptions options;
   options.optimizer.sum_only = true;
   options.average = false;  // the workers scale by 1/P1 in their own step
-  const auto tensors = hybridTensors(layers);
-  return ps::Server::start(context, store, tensors, *layout, hybridPsJob(workers, servers, name), options, deadline);
+  return ps::Server::start(context, store, ps_model, *layout, hybridPsJob(workers, servers, name), options, deadline);
 }
 
 }  // namespace poseidon::trainer

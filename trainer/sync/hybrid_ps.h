@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/model.h"
 #include "ps/chunk_layout.h"
 #include "ps/job.h"
 #include "ps/server.h"
@@ -18,10 +19,11 @@
 
 namespace poseidon::trainer {
 
-// One tensor per layer, named for it, of its dense gradient's floats (FC: M*N).
-std::vector<ps::TensorSpec> hybridTensors(std::span<const trainer::LayerShape> layers);
-Result<ps::ChunkLayout> hybridLayout(std::span<const trainer::LayerShape> layers, int servers,
-                                                uint64_t chunk_bytes);
+// The model the PS holds: per layer one "other" layer of one tensor, named for it, of its dense
+// gradient's floats (FC: M*N). model::formatModelSpec of it is a --model the PS tools accept.
+model::Model hybridPsModel(std::span<const trainer::LayerShape> layers);
+// hybridPsModel's layout: every layer starts a fresh chunk (its layerStarts()).
+Result<ps::ChunkLayout> hybridLayout(const model::Model& ps_model, int servers, uint64_t chunk_bytes);
 ps::PsJob hybridPsJob(int workers, int servers, const std::string& name);
 
 // A summation server of a HybridSync job named `name` (HybridOptions::name): rank P1 + s of the

@@ -126,12 +126,10 @@ Status HybridSyncImpl::setUp(transport::bootstrap::Store& store, Deadline deadli
   if (contexts_.ps == nullptr) return missing(scheme::Scheme::kPs);
   std::vector<LayerShape> layers;
   for (size_t l = 0; l < replica_.layerCount(); ++l) layers.push_back(replica_.layer(l));
-  const auto tensors = hybridTensors(layers);
-  auto layout = hybridLayout(layers, options_.ps_servers, options_.chunk_bytes);
+  const model::Model ps_model = hybridPsModel(layers);
+  auto layout = hybridLayout(ps_model, options_.ps_servers, options_.chunk_bytes);
   if (!layout) return layout.status();
-  std::vector<ps::Layer> ps_layers;
-  for (size_t l = 0; l < layers.size(); ++l) ps_layers.push_back({layers[l].name, {l}});
-  auto client = ps::Client::start(*contexts_.ps, store, tensors, *layout, std::move(ps_layers),
+  auto client = ps::Client::start(*contexts_.ps, store, ps_model, *layout,
                                   hybridPsJob(workers, options_.ps_servers, options_.name), ps::Consistency{},
                                   deadline);
   if (!client) return client.status();
