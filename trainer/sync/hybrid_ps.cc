@@ -2,15 +2,15 @@
 
 namespace poseidon::trainer {
 
-std::vector<ps::TensorSpec> hybridTensors(std::span<const trainer::LayerShape> layers) {
+std::vector<ps::TensorSpec> hybridTensors(std::span<const model::Layer> layers) {
   std::vector<ps::TensorSpec> tensors;
-  for (const trainer::LayerShape& layer : layers) {
-    tensors.push_back({layer.name, static_cast<uint64_t>(layer.denseFloats())});
+  for (const model::Layer& layer : layers) {
+    tensors.push_back({layer.name(), layer.denseFloats()});
   }
   return tensors;
 }
 
-Result<ps::ChunkLayout> hybridLayout(std::span<const trainer::LayerShape> layers, int servers,
+Result<ps::ChunkLayout> hybridLayout(std::span<const model::Layer> layers, int servers,
                                                 uint64_t chunk_bytes) {
   std::vector<size_t> starts(layers.size());
   for (size_t l = 0; l < layers.size(); ++l) starts[l] = l;
@@ -28,7 +28,7 @@ ps::PsJob hybridPsJob(int workers, int servers, const std::string& name) {
 
 Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& context,
                                                                     transport::bootstrap::Store& store,
-                                                                    std::span<const trainer::LayerShape> layers,
+                                                                    std::span<const model::Layer> layers,
                                                                     int workers, int servers, uint64_t chunk_bytes,
                                                                     const std::string& name,
                                                                     Deadline deadline) {

@@ -12,15 +12,15 @@
 #include "ps/chunk_layout.h"
 #include "ps/job.h"
 #include "ps/server.h"
-#include "trainer/hybcomm/layer_shape.h"
+#include "model/layer.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
 
 namespace poseidon::trainer {
 
 // One tensor per layer, named for it, of its dense gradient's floats (FC: M*N).
-std::vector<ps::TensorSpec> hybridTensors(std::span<const trainer::LayerShape> layers);
-Result<ps::ChunkLayout> hybridLayout(std::span<const trainer::LayerShape> layers, int servers,
+std::vector<ps::TensorSpec> hybridTensors(std::span<const model::Layer> layers);
+Result<ps::ChunkLayout> hybridLayout(std::span<const model::Layer> layers, int servers,
                                                 uint64_t chunk_bytes);
 ps::PsJob hybridPsJob(int workers, int servers, const std::string& name);
 
@@ -28,7 +28,7 @@ ps::PsJob hybridPsJob(int workers, int servers, const std::string& name);
 // PS context. Every worker and server must be given the same layers, counts and chunk size.
 Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& context,
                                                                     transport::bootstrap::Store& store,
-                                                                    std::span<const trainer::LayerShape> layers,
+                                                                    std::span<const model::Layer> layers,
                                                                     int workers, int servers, uint64_t chunk_bytes,
                                                                     const std::string& name,
                                                                     Deadline deadline);

@@ -8,7 +8,7 @@ namespace poseidon::trainer {
 namespace {
 
 std::string describe(scheme::Scheme scheme, const Replica& replica, size_t layer, uint64_t iteration) {
-  return fmt::format("{} sync of layer '{}' (#{}) iteration {}", scheme::schemeName(scheme), replica.layer(layer).name,
+  return fmt::format("{} sync of layer '{}' (#{}) iteration {}", scheme::schemeName(scheme), replica.layer(layer).name(),
                      layer, iteration);
 }
 
