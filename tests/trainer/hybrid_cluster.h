@@ -21,7 +21,7 @@ struct HybridSpec {
   int64_t batch = 4;
   uint64_t iterations = 5;
   uint64_t chunk_bytes = 4096;
-  std::vector<trainer::LayerShape> layers;
+  std::vector<model::Layer> layers;  // the model HybridSync syncs, at `batch`
   trainer::HybCommOptions hybcomm;
   const char* optimizer = "sgd:lr=0.1,momentum=0.9";
   std::chrono::seconds deadline{60};
