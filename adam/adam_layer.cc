@@ -24,8 +24,7 @@ uint32_t mixIn(uint32_t crc, uint64_t value) { return transport::wire::crc32c(&v
 
 }  // namespace
 
-Result<AdamLayout> AdamLayout::build(std::span<const model::Layer> layers, uint64_t batch, int workers,
-                                     int servers) {
+Result<AdamLayout> AdamLayout::build(std::span<const model::Layer> layers, uint64_t batch, int workers, int servers) {
   if (workers < 1 || workers > kAdamMaxWorkers) {
     return makeStatus(StatusCode::kInvalidArgument, "Adam job with {} workers; expected 1..{}", workers,
                       kAdamMaxWorkers);
@@ -62,8 +61,7 @@ Result<AdamLayout> AdamLayout::build(std::span<const model::Layer> layers, uint6
     layout.slot_offsets_.push_back(slots);
     // Each step checked: factor = K*M + K*N, then the three buffers grow by their share.
     const bool fits = addProduct(factor, rank, rows) && addProduct(factor, rank, cols) &&
-                      addProduct(layout.factor_total_, 1, factor) &&
-                      addProduct(layout.gradient_total_, rows, cols) &&
+                      addProduct(layout.factor_total_, 1, factor) && addProduct(layout.gradient_total_, rows, cols) &&
                       addProduct(slots, static_cast<size_t>(workers), factor);
     if (!fits) {
       return makeStatus(StatusCode::kInvalidArgument,

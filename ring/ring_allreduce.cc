@@ -91,8 +91,13 @@ Status connectRing(RingState& s, transport::bootstrap::Store& store, const RingO
   s.staging_region = std::move(*staging);
   if (s.ranks == 1) return Status::ok();
 
-  const RingSetup mine{s.ranks, s.rank,  s.data_region->remote(), s.staging_region->remote(), options.piece_bytes,
-                       s.slots, publishedLayers(s.layers)};
+  const RingSetup mine{s.ranks,
+                       s.rank,
+                       s.data_region->remote(),
+                       s.staging_region->remote(),
+                       options.piece_bytes,
+                       s.slots,
+                       publishedLayers(s.layers)};
   const std::string context_name = s.context.name();
   POSEIDON_RETURN_IF_ERROR(store.set(ringSetupKey(options.name, context_name, s.rank), mine.serialize()));
   const int pred = (s.rank + s.ranks - 1) % s.ranks;
@@ -194,26 +199,25 @@ transport::RequestPtr RingAllreduce::start(size_t layer, Deadline deadline) {
         fmt::format("ring all-reduce of layer {} on rank {}", layer, s.rank),
         makeStatus(StatusCode::kInvalidArgument, "expected a layer index below {}", s.layers.size()));
   }
-  return driver_->submit(fmt::format("ring all-reduce of layer '{}' (#{}) on rank {}", s.layers[layer].name(), layer,
-                                     s.rank),
-                         [&s, layer, deadline] {
-                           const auto name = [&] {
-                             return fmt::format("allreduce of layer '{}' (#{}) on rank {}", s.layers[layer].name(),
-                                                layer, s.rank);
-                           };
-                           if (!s.broken.isOk()) return s.broken.withContext(name() + ": an earlier allreduce failed");
-                           if (deadline.expired()) {
-                             // Its turn came too late to keep the order every worker follows.
-                             s.broken = makeStatus(StatusCode::kTimeout,
-                                                   "{}: the deadline passed while the allreduces before it ran", name());
-                             return s.broken;
-                           }
-                           s.running.store(static_cast<int64_t>(layer), std::memory_order_release);
-                           Status status = runRingPass(s, layer, deadline);
-                           s.running.store(-1, std::memory_order_release);
-                           if (!status.isOk()) s.broken = status;
-                           return status;
-                         });
+  return driver_->submit(
+      fmt::format("ring all-reduce of layer '{}' (#{}) on rank {}", s.layers[layer].name(), layer, s.rank),
+      [&s, layer, deadline] {
+        const auto name = [&] {
+          return fmt::format("allreduce of layer '{}' (#{}) on rank {}", s.layers[layer].name(), layer, s.rank);
+        };
+        if (!s.broken.isOk()) return s.broken.withContext(name() + ": an earlier allreduce failed");
+        if (deadline.expired()) {
+          // Its turn came too late to keep the order every worker follows.
+          s.broken =
+              makeStatus(StatusCode::kTimeout, "{}: the deadline passed while the allreduces before it ran", name());
+          return s.broken;
+        }
+        s.running.store(static_cast<int64_t>(layer), std::memory_order_release);
+        Status status = runRingPass(s, layer, deadline);
+        s.running.store(-1, std::memory_order_release);
+        if (!status.isOk()) s.broken = status;
+        return status;
+      });
 }
 
 Status RingAllreduce::allreduce(size_t layer, Deadline deadline) {

@@ -40,13 +40,13 @@
 #include <string>
 #include <vector>
 
+#include "common/deadline.h"
+#include "common/status.h"
+#include "model/layer.h"
 #include "scheme/serial_driver.h"
 #include "scheme/traffic.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
-#include "common/deadline.h"
-#include "common/status.h"
-#include "model/layer.h"
 
 namespace poseidon::ring {
 

@@ -33,10 +33,10 @@
 #include <vector>
 
 #include "kernels/dispatch.h"
+#include "model/layer.h"
 #include "scheme/serial_driver.h"
 #include "scheme/traffic.h"
 #include "sfb/sf_inbox.h"
-#include "model/layer.h"
 #include "sfb/sf_slots.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"

@@ -47,8 +47,8 @@ Status SfInbox::waitFor(size_t layer, uint64_t iteration, Deadline deadline) {
       changed_.wait_until(lock, deadline.at());
     }
   }
-  return makeStatus(StatusCode::kTimeout, "no SFB factors of layer {} '{}' iteration {} from {} in time",
-                               layer, layout_.layer(layer).name(), iteration, pair_.peerName());
+  return makeStatus(StatusCode::kTimeout, "no SFB factors of layer {} '{}' iteration {} from {} in time", layer,
+                    layout_.layer(layer).name(), iteration, pair_.peerName());
 }
 
 uint64_t SfInbox::arrivals(size_t layer) const {

@@ -35,7 +35,8 @@ Result<SfSlotLayout> SfSlotLayout::build(std::span<const model::Layer> layers, u
                                  "SFB takes at most {} layers (the immediate's layer field), got {}", kSfMaxLayers,
                                  layers.size());
   }
-  if (batch == 0) return makeStatus(StatusCode::kInvalidArgument, "SFB needs a batch K >= 1 (the factors' rank), got 0");
+  if (batch == 0)
+    return makeStatus(StatusCode::kInvalidArgument, "SFB needs a batch K >= 1 (the factors' rank), got 0");
   SfSlotLayout layout;
   layout.workers_ = workers;
   layout.batch_ = static_cast<size_t>(batch);
@@ -45,9 +46,10 @@ Result<SfSlotLayout> SfSlotLayout::build(std::span<const model::Layer> layers, u
   for (size_t l = 0; l < layers.size(); ++l) {
     const model::Layer& layer = layers[l];
     if (!layer.isFullyConnected()) {
-      return makeStatus(StatusCode::kInvalidArgument,
-                        "SFB layer {} '{}' is {}, expected a fully-connected layer (only those have sufficient factors)",
-                        l, layer.name(), model::layerKindName(layer.kind()));
+      return makeStatus(
+          StatusCode::kInvalidArgument,
+          "SFB layer {} '{}' is {}, expected a fully-connected layer (only those have sufficient factors)", l,
+          layer.name(), model::layerKindName(layer.kind()));
     }
     const size_t rows = layer.fc().rows, cols = layer.fc().cols, rank = layout.batch_;
     if (rows == 0 || cols == 0) {
@@ -57,14 +59,14 @@ Result<SfSlotLayout> SfSlotLayout::build(std::span<const model::Layer> layers, u
     }
     // factor = K(M + N); slot = factor rounded up; send += factor; receive += 2 * peers * slot.
     size_t width = 0, factor = 0, slot = 0, send = 0, receive = 0;
-    const bool fits = !__builtin_add_overflow(rows, cols, &width) && mulAdd(rank, width, 0, factor) && mulAdd(1, factor, kSlotAlignFloats - 1, slot) &&
-                      mulAdd(1, factor, layout.send_floats_, send) &&
+    const bool fits = !__builtin_add_overflow(rows, cols, &width) && mulAdd(rank, width, 0, factor) &&
+                      mulAdd(1, factor, kSlotAlignFloats - 1, slot) && mulAdd(1, factor, layout.send_floats_, send) &&
                       mulAdd(2 * peers, slot / kSlotAlignFloats * kSlotAlignFloats, layout.receive_floats_, receive) &&
                       receive <= SIZE_MAX / sizeof(float) && send <= SIZE_MAX / sizeof(float);
     if (!fits) {
       return makeStatus(StatusCode::kInvalidArgument,
-                                   "SFB layer {} '{}' ({}x{}, rank {}) on {} workers overflows the buffer sizes", l,
-                        layer.name(), rows, cols, rank, workers);
+                        "SFB layer {} '{}' ({}x{}, rank {}) on {} workers overflows the buffer sizes", l, layer.name(),
+                        rows, cols, rank, workers);
     }
     layout.send_offsets_.push_back(layout.send_floats_);
     layout.receive_offsets_.push_back(layout.receive_floats_);

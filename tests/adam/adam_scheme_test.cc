@@ -25,7 +25,9 @@ namespace {
 using namespace std::chrono_literals;
 
 // A fully-connected model layer without bias: the scheme syncs the M x N weight.
-model::Layer fc(const char* name, size_t rows, size_t cols) { return model::Layer::fullyConnected(name, rows, cols, false); }
+model::Layer fc(const char* name, size_t rows, size_t cols) {
+  return model::Layer::fullyConnected(name, rows, cols, false);
+}
 
 // What the reference sums below read of a layer: its name, M, N and the batch K.
 struct Factored {
@@ -81,8 +83,8 @@ std::vector<float> rankOrderFmaSum(const Factored& layer, const std::vector<std:
 // |fl - exact| <= gamma_n * sum |u v| with gamma_n = n u / (1 - n u), u = 2^-24 (Higham, 3.1).
 // The double reference itself errs by at most n 2^-53 sum |u v| (products of floats are exact in
 // double), and a rounding that underflows errs by up to 2^-150 however small the sum: both added.
-void expectNearExact(const Factored& layer, const std::vector<std::vector<float>>& factors,
-                     std::span<const float> g, const std::string& what) {
+void expectNearExact(const Factored& layer, const std::vector<std::vector<float>>& factors, std::span<const float> g,
+                     const std::string& what) {
   const double n = static_cast<double>(factors.size() * layer.rank);
   const double unit = std::ldexp(1.0, -24);
   const double gamma = n * unit / (1 - n * unit) + n * std::ldexp(1.0, -53);
@@ -333,7 +335,8 @@ TEST_P(AdamSchemeTest, EveryWorkerGetsTheExactSumAndTrafficMatchesTheCostModel) 
     auto server_model = trainer::adamServerTraffic(shape, cluster);
     ASSERT_TRUE(worker_model.isOk() && server_model.isOk());
     for (int p = 0; p < workers; ++p) {
-      EXPECT_EQ(worker_traffic[static_cast<size_t>(p)][l], as_traffic(*worker_model)) << layers[l].name() << " worker " << p;
+      EXPECT_EQ(worker_traffic[static_cast<size_t>(p)][l], as_traffic(*worker_model))
+          << layers[l].name() << " worker " << p;
     }
     for (int s = 0; s < servers; ++s) {
       const scheme::Traffic expected = adamServerOf(l, servers) == s ? as_traffic(*server_model) : scheme::Traffic{};

@@ -220,7 +220,8 @@ TEST_P(RingSizes, SumsSmallAndUnevenLayersAndCountsLikeTheCostModel) {
                                     3000 * static_cast<uint64_t>(p) + 3,
                                     7 * static_cast<uint64_t>(p) + 1};
   std::vector<model::Layer> layers;  // of one tensor each, priced and synced by their count
-  for (size_t i = 0; i < sizes.size(); ++i) layers.push_back(model::Layer::other("layer" + std::to_string(i), sizes[i]));
+  for (size_t i = 0; i < sizes.size(); ++i)
+    layers.push_back(model::Layer::other("layer" + std::to_string(i), sizes[i]));
   Ring ring = startRing(p, layers, options);
   constexpr int kCalls = 3;
   runRounds(ring, kCalls);
@@ -287,7 +288,9 @@ TEST(RingAllreduce, NeighboursWithOtherLayersAreRefusedAtStart) {
     auto store = openStore(*mesh);
     const uint64_t floats = rank == 1 ? 101 : 100;
     statuses[static_cast<size_t>(rank)] =
-        RingAllreduce::start((*mesh)[rank], *store, {model::Layer::other("fc", floats)}, RingOptions{}, Deadline::after(10s)).status();
+        RingAllreduce::start((*mesh)[rank], *store, {model::Layer::other("fc", floats)}, RingOptions{},
+                             Deadline::after(10s))
+            .status();
   });
   for (int rank : {0, 2}) {  // rank 1's neighbours
     const Status& status = statuses[static_cast<size_t>(rank)];
@@ -417,8 +420,12 @@ TEST(RingAllreduce, AnUnexpectedImmediateIsAProtocolErrorNamingThePeer) {
   const std::vector<model::Layer> layers{model::Layer::fullyConnected("fc", 8, 8, true)};
   testing::Buffer data = testing::makeBuffer((*mesh)[1], 64 * sizeof(float));
   testing::Buffer staging = testing::makeBuffer((*mesh)[1], options.piece_bytes * options.staging_slots);
-  const RingSetup fake{
-      2, 1, data.region->remote(), staging.region->remote(), options.piece_bytes, options.staging_slots,
+  const RingSetup fake{2,
+                       1,
+                       data.region->remote(),
+                       staging.region->remote(),
+                       options.piece_bytes,
+                       options.staging_slots,
                        publishedLayers(layers)};
   ASSERT_TRUE(store->set(ringSetupKey(options.name, (*mesh)[1].name(), 1), fake.serialize()).isOk());
 

@@ -61,8 +61,12 @@ void fillFactors(int worker, size_t layer, uint64_t t, std::span<float> u, std::
 // One layer's weights and optimizer state on one worker, plus worker 0's copy from before a step.
 struct LayerData {
   explicit LayerData(const model::Layer& layer, size_t index)
-      : params(layer.fc().rows * layer.fc().cols), state0(params.size()), state1(params.size()), before0(params.size()),
-        before1(params.size()), before2(params.size()) {
+      : params(layer.fc().rows * layer.fc().cols),
+        state0(params.size()),
+        state1(params.size()),
+        before0(params.size()),
+        before1(params.size()),
+        before2(params.size()) {
     std::mt19937 gen(static_cast<uint32_t>(31 * index + 5));  // the same on every worker
     std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
     for (float& w : params) w = uniform(gen);
@@ -113,11 +117,10 @@ void checkStep(ElementRule rule, int workers, size_t l, uint64_t t, const LayerD
     }
     return std::pair<double, double>{sum, sum_abs};
   };
-  kernels::expectMatchesReference(rule, kernels::testStep(rule, workers, t), data.params.size(),
-                                  static_cast<size_t>(workers) * rank, sums,
-                                  {data.before0.data(), data.before1.data(), data.before2.data()},
-                                  {data.params.data(), data.state0.data(), data.state1.data()},
-                                  layer.name() + " step " + std::to_string(t));
+  kernels::expectMatchesReference(
+      rule, kernels::testStep(rule, workers, t), data.params.size(), static_cast<size_t>(workers) * rank, sums,
+      {data.before0.data(), data.before1.data(), data.before2.data()},
+      {data.params.data(), data.state0.data(), data.state1.data()}, layer.name() + " step " + std::to_string(t));
 }
 
 struct TrainCase {
@@ -175,7 +178,8 @@ TEST_P(SfBroadcastTraining, ReplicasStayIdenticalMatchTheReferenceAndCountTheMod
         }
         if (t == kMidCheck) {
           for (size_t l : mine) {
-            expectOk(trainer::checkReplicas(*env.store, "mid/" + kLayers[l].name(), w, workers, t + 1, data[l].params, deadline),
+            expectOk(trainer::checkReplicas(*env.store, "mid/" + kLayers[l].name(), w, workers, t + 1, data[l].params,
+                                            deadline),
                      "mid-run replica check");
           }
         }
@@ -188,15 +192,18 @@ TEST_P(SfBroadcastTraining, ReplicasStayIdenticalMatchTheReferenceAndCountTheMod
     for (size_t l = 0; l < kLayers.size(); ++l) {
       const model::Layer& layer = kLayers[l];
       EXPECT_EQ(sfb.iteration(l), kIterations);
-      expectOk(trainer::checkReplicas(*env.store, layer.name() + "/params", w, workers, kIterations, data[l].params, deadline),
+      expectOk(trainer::checkReplicas(*env.store, layer.name() + "/params", w, workers, kIterations, data[l].params,
+                                      deadline),
                "params");
-      expectOk(trainer::checkReplicas(*env.store, layer.name() + "/state0", w, workers, kIterations, data[l].state0, deadline),
+      expectOk(trainer::checkReplicas(*env.store, layer.name() + "/state0", w, workers, kIterations, data[l].state0,
+                                      deadline),
                "state0");
-      expectOk(trainer::checkReplicas(*env.store, layer.name() + "/state1", w, workers, kIterations, data[l].state1, deadline),
+      expectOk(trainer::checkReplicas(*env.store, layer.name() + "/state1", w, workers, kIterations, data[l].state1,
+                                      deadline),
                "state1");
       // Every worker's traffic is the cost model's per-node count, n times, to the byte.
-      auto model = trainer::sfbNodeTraffic(
-          layer, trainer::ClusterShape{workers, workers, static_cast<int64_t>(kBatch)});
+      auto model =
+          trainer::sfbNodeTraffic(layer, trainer::ClusterShape{workers, workers, static_cast<int64_t>(kBatch)});
       ASSERT_TRUE(model) << model.status().toString();
       const scheme::Traffic expected{kIterations, static_cast<uint64_t>(model->sent_floats * 4) * kIterations,
                                   static_cast<uint64_t>(model->sent_messages) * kIterations,
@@ -370,11 +377,13 @@ TEST(SfBroadcastStart, RefusesBadLayersAndPeersGivenOtherLayers) {
   EXPECT_EQ(SfSlotLayout::build(empty_cols, 2, 2).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(SfSlotLayout::build(std::vector<model::Layer>{}, 2, 2).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(SfSlotLayout::build(kLayers, kBatch, 0).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(SfSlotLayout::build(kLayers, 0, 2).status().message(), "SFB needs a batch K >= 1 (the factors' rank), got 0");
+  EXPECT_EQ(SfSlotLayout::build(kLayers, 0, 2).status().message(),
+            "SFB needs a batch K >= 1 (the factors' rank), got 0");
   const std::vector<model::Layer> conv = {kLayers[0], model::Layer::other("bn", 10, 10)};
   EXPECT_EQ(SfSlotLayout::build(conv, kBatch, 2).status().message(),
             "SFB layer 1 'bn' is other, expected a fully-connected layer (only those have sufficient factors)");
-  const std::vector<model::Layer> huge_layer = {model::Layer::fullyConnected("huge", SIZE_MAX / 2, SIZE_MAX / 2, false)};
+  const std::vector<model::Layer> huge_layer = {
+      model::Layer::fullyConnected("huge", SIZE_MAX / 2, SIZE_MAX / 2, false)};
   const auto huge = SfSlotLayout::build(huge_layer, 4, 2);
   EXPECT_TRUE(contains(huge.status(), "'huge'")) << huge.status().toString();
 
@@ -382,7 +391,8 @@ TEST(SfBroadcastStart, RefusesBadLayersAndPeersGivenOtherLayers) {
   const Deadline deadline = Deadline::after(std::chrono::seconds(20));
   // Rank 1 was configured with another batch size.
   Status statuses[2];
-  std::thread one([&] { statuses[1] = SfBroadcast::start(env.mesh[1], *env.store, kOneLayer, kBatch + 1, deadline).status(); });
+  std::thread one(
+      [&] { statuses[1] = SfBroadcast::start(env.mesh[1], *env.store, kOneLayer, kBatch + 1, deadline).status(); });
   statuses[0] = SfBroadcast::start(env.mesh[0], *env.store, kOneLayer, kBatch, deadline).status();
   one.join();
   EXPECT_EQ(statuses[0].code(), StatusCode::kInvalidArgument) << statuses[0].toString();

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <map>
 
-#include "trainer/hybcomm/best_scheme.h"
 #include "model/zoo.h"
 #include "tests/trainer/traffic_sim.h"
+#include "trainer/hybcomm/best_scheme.h"
 
 namespace poseidon::trainer {
 namespace {
@@ -160,7 +160,8 @@ TEST(BestScheme, Poseidon2015SacpRule) {
   EXPECT_EQ(d.reason, "fc7: SFB 18.87M floats < Adam 75.50M floats ([Poseidon 2015] totals)");
   // Section 5.2.1: SACP sped up AlexNet (K = 256) and GoogLeNet (K = 32) on 8 nodes, so their FC
   // layers went SFB there. AlexNet's fc6 is 4096 x 9216.
-  EXPECT_EQ(decide(model::Layer::fullyConnected("fc6", 4096, 9216, false), {8, 8, 256}, sacp).scheme, scheme::Scheme::kSfb);
+  EXPECT_EQ(decide(model::Layer::fullyConnected("fc6", 4096, 9216, false), {8, 8, 256}, sacp).scheme,
+            scheme::Scheme::kSfb);
   EXPECT_EQ(decide(googlenetClassifier(), {8, 8, 32}, sacp).scheme, scheme::Scheme::kSfb);
   // "Its communication cost increases quadratically with the number of nodes": for fc7 at
   // K = 256, (P-1)^2 <= 9P holds up to P = 10.

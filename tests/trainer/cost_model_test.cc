@@ -161,7 +161,10 @@ TEST(CostModel, FormulasMatchASimulatedIterationAcrossP1P2AndK) {
         for (const auto& [m, n] : shapes) {
           auto factors = sim::randomFactors(static_cast<int>(p1), m, n, k, static_cast<uint32_t>(cases++));
           auto sum = sim::summedGradient(factors);
-          const SweepCase c{model::Layer::fullyConnected("fc", m, n, false), {p1, p2, k}, std::move(factors), std::move(sum),
+          const SweepCase c{model::Layer::fullyConnected("fc", m, n, false),
+                            {p1, p2, k},
+                            std::move(factors),
+                            std::move(sum),
                             fmt::format("P1 {} P2 {} K {} M {} N {}", p1, p2, k, m, n)};
           checkSfb(c);
           checkAdam(c);
@@ -188,7 +191,8 @@ TEST(CostModel, OtherLayersArePricedByTheirParametersAndHaveNoFactors) {
 // The papers price an FC layer's weight only: its bias (M floats) changes no count.
 TEST(CostModel, AnFcBiasIsNotPriced) {
   const model::Layer with_bias = model::Layer::fullyConnected("fc7", 4096, 4096, true);
-  for (scheme::Scheme scheme : {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kAdam, scheme::Scheme::kRing}) {
+  for (scheme::Scheme scheme :
+       {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kAdam, scheme::Scheme::kRing}) {
     EXPECT_EQ(ok(busiestNodeTraffic(scheme, with_bias, kFourNodes)).floats(),
               ok(busiestNodeTraffic(scheme, kAlexNetFc7, kFourNodes)).floats())
         << scheme::schemeName(scheme);

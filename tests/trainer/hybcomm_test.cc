@@ -16,8 +16,9 @@ namespace {
 
 using scheme::Scheme;
 
-const std::vector<model::Layer> kLayers = {model::Layer::other("conv1", 1728), model::Layer::fullyConnected("fc6", 512, 256, false),
-                                         model::Layer::fullyConnected("fc7", 64, 64, false)};
+const std::vector<model::Layer> kLayers = {model::Layer::other("conv1", 1728),
+                                           model::Layer::fullyConnected("fc6", 512, 256, false),
+                                           model::Layer::fullyConnected("fc7", 64, 64, false)};
 const trainer::ClusterShape kCluster{4, 4, 32};
 
 // One worker: agreement is the identity.

@@ -108,8 +108,8 @@ HybridRun runHybrid(const HybridSpec& spec) {
   }
   for (int s = 0; s < spec.adam_servers && !adam_layers.empty(); ++s) {
     threads.emplace_back([&, s] {
-      auto server = adam::AdamServer::start((*adam_mesh)[workers + s], **store, adam_layers, model.batch(),
-                                            workers, deadline);
+      auto server =
+          adam::AdamServer::start((*adam_mesh)[workers + s], **store, adam_layers, model.batch(), workers, deadline);
       Status& status = run.server_status[static_cast<size_t>(spec.ps_servers + s)];
       status = server ? (*server)->waitUntilDone(deadline) : server.status();
     });

@@ -19,7 +19,8 @@ namespace {
 
 using scheme::Scheme;
 
-const std::vector<model::Layer> kLayers = {model::Layer::other("conv", 12288), model::Layer::fullyConnected("fc", 96, 128, false)};
+const std::vector<model::Layer> kLayers = {model::Layer::other("conv", 12288),
+                                           model::Layer::fullyConnected("fc", 96, 128, false)};
 constexpr uint64_t kIterations = 3;
 
 struct Case {

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "model/layer.h"
-#include "trainer/hybcomm/cost_model.h"
 #include "scheme/scheme.h"
+#include "trainer/hybcomm/cost_model.h"
 
 namespace poseidon::trainer {
 

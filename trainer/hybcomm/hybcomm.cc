@@ -87,10 +87,12 @@ Result<HybComm> HybComm::create(std::vector<model::Layer> layers, const trainer:
         break;
       case HybCommMode::kFixed:
         if (applies(options.fixed, layer)) {
-          hybcomm.setScheme(l, options.fixed, fmt::format("{}: {} (fixed)", layer.name(), scheme::schemeName(options.fixed)));
+          hybcomm.setScheme(l, options.fixed,
+                            fmt::format("{}: {} (fixed)", layer.name(), scheme::schemeName(options.fixed)));
         } else {
-          hybcomm.setScheme(l, scheme::Scheme::kPs, fmt::format("{}: PS (fixed {} needs a fully-connected layer)", layer.name(),
-                                                        scheme::schemeName(options.fixed)));
+          hybcomm.setScheme(l, scheme::Scheme::kPs,
+                            fmt::format("{}: PS (fixed {} needs a fully-connected layer)", layer.name(),
+                                        scheme::schemeName(options.fixed)));
         }
         break;
       case HybCommMode::kAdaptive:
@@ -319,10 +321,11 @@ Status HybComm::checkDrift(const Agree& agree) {
     }
     const double drift = mean / state.reference - 1.0;
     if (std::abs(drift) <= options_.drift_margin) continue;
-    spdlog::info("HybComm iteration {}: {}: {} took {} per iteration over the last {}, {:+.0f}% against its {}: "
-                 "timing the candidates again",
-                 iteration_, layers_[l].name(), scheme::schemeName(state.current), seconds(mean), options_.window,
-                 drift * 100, seconds(state.reference));
+    spdlog::info(
+        "HybComm iteration {}: {}: {} took {} per iteration over the last {}, {:+.0f}% against its {}: "
+        "timing the candidates again",
+        iteration_, layers_[l].name(), scheme::schemeName(state.current), seconds(mean), options_.window, drift * 100,
+        seconds(state.reference));
     state.retiming = true;
     any = true;
   }

@@ -27,11 +27,11 @@
 #include <string>
 #include <vector>
 
-#include "trainer/hybcomm/best_scheme.h"
-#include "model/layer.h"
-#include "trainer/hybcomm/cluster_shape.h"
-#include "scheme/scheme.h"
 #include "common/status.h"
+#include "model/layer.h"
+#include "scheme/scheme.h"
+#include "trainer/hybcomm/best_scheme.h"
+#include "trainer/hybcomm/cluster_shape.h"
 
 namespace poseidon::trainer {
 

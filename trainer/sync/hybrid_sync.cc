@@ -40,7 +40,9 @@ std::vector<scheme::Scheme> schemesOf(const HybComm& hybcomm, const HybCommOptio
 class HybridSyncImpl final : public HybridSync {
  public:
   HybridSyncImpl(const HybridContexts& contexts, model::Model model, const HybridOptions& options, HybComm hybcomm)
-      : contexts_(contexts), options_(options), hybcomm_(std::move(hybcomm)),
+      : contexts_(contexts),
+        options_(options),
+        hybcomm_(std::move(hybcomm)),
         replica_(std::move(model), withMeanScale(options.optimizer, options.workers)),
         started_(replica_.layerCount()) {}
 
@@ -249,9 +251,9 @@ Result<std::vector<scheme::Scheme>> schemesInUse(const model::Model& model, cons
   return schemesOf(*hybcomm, options.hybcomm);
 }
 
-Result<std::unique_ptr<HybridSync>> HybridSync::start(const HybridContexts& contexts, transport::bootstrap::Store& store,
-                                                      model::Model model, const HybridOptions& options,
-                                                      Deadline deadline) {
+Result<std::unique_ptr<HybridSync>> HybridSync::start(const HybridContexts& contexts,
+                                                      transport::bootstrap::Store& store, model::Model model,
+                                                      const HybridOptions& options, Deadline deadline) {
   auto hybcomm = HybComm::create(model.layers(), clusterOf(model, options), options.hybcomm);
   if (!hybcomm) return hybcomm.status();
   auto sync = std::make_unique<HybridSyncImpl>(contexts, std::move(model), options, std::move(*hybcomm));

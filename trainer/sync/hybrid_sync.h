@@ -28,11 +28,11 @@
 #include <vector>
 
 #include "kernels/optimizer_config.h"
-#include "transport/request.h"
 #include "model/model.h"
 #include "trainer/hybcomm/hybcomm.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
+#include "transport/request.h"
 
 namespace poseidon::trainer {
 
@@ -80,8 +80,7 @@ class HybridSync {
   // (the PS always), with its buffers registered once. Fails, naming it, when HybComm may pick a
   // scheme whose context is missing. The contexts and the store must outlive it.
   static Result<std::unique_ptr<HybridSync>> start(const HybridContexts& contexts, transport::bootstrap::Store& store,
-                                                   model::Model model, const HybridOptions& options,
-                                                   Deadline deadline);
+                                                   model::Model model, const HybridOptions& options, Deadline deadline);
   virtual ~HybridSync() = default;
 
   virtual size_t layerCount() const = 0;
