@@ -4,8 +4,12 @@
 // layer list, so a writer knows the offset it writes at without asking; the fingerprint lets each
 // side check at start that the other was given the same layers.
 //
+// The layers are model layers (model/layer.h), all fully connected: rows and cols from
+// Layer::fc(), and the rank of every factor is K, the per-worker batch, given once. Only the
+// M x N weight goes through the scheme: the bias is not synced by it yet.
+//
 // Worker buffers (floats, layers back to back in layer order):
-//   factors    per layer U (rows x rank, row-major) then at once V (cols x rank, row-major): the
+//   factors    per layer U (rows x K, row-major) then at once V (cols x K, row-major): the
 //              layout kernels::SfUpdate reads, and one write carries both.
 //   gradients  per layer G (rows x cols, row-major), written by the layer's server.
 // Server buffer: for each layer it holds, in layer order, one slot per worker in rank order, each
@@ -18,13 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "scheme/factor_layer.h"
 #include "common/status.h"
+#include "model/layer.h"
 
 namespace poseidon::adam {
-
-// An FC layer as every factor scheme sees it: M x N weight, factors of rank K (scheme/factor_layer.h).
-using AdamLayer = scheme::FactorLayer;
 
 // The placement both sides use: layer l is held by server l % servers. With one server this is
 // [Poseidon 2015]'s single master node (its Fig. 4(c)); with more, round robin spreads the layers, and so
@@ -36,17 +37,20 @@ constexpr int adamServerOf(size_t layer, int servers) {
 class AdamLayout {
  public:
   // Fails, naming the layer and the value, for no layers, more layers than the immediate can name
-  // (kAdamMaxLayers, adam_protocol.h), rows, cols or rank of 0, workers outside 1..kAdamMaxWorkers,
-  // servers < 1, or a buffer whose size in bytes overflows.
-  static Result<AdamLayout> build(std::span<const AdamLayer> layers, int workers, int servers);
+  // (kAdamMaxLayers, adam_protocol.h), a layer that is not fully connected, rows, cols or batch K
+  // of 0, workers outside 1..kAdamMaxWorkers, servers < 1, or a buffer whose size in bytes
+  // overflows.
+  static Result<AdamLayout> build(std::span<const model::Layer> layers, uint64_t batch, int workers, int servers);
   // The layout of a job on a context of `ranks` ranks: ranks 0..workers-1 are the workers, the
   // others the servers (server s is rank workers + s). Fails, besides, unless 1 <= workers < ranks.
-  static Result<AdamLayout> forContext(std::span<const AdamLayer> layers, int workers, int ranks);
+  static Result<AdamLayout> forContext(std::span<const model::Layer> layers, uint64_t batch, int workers, int ranks);
 
   int workers() const { return workers_; }
   int servers() const { return servers_; }
   size_t layerCount() const { return layers_.size(); }
-  const AdamLayer& layer(size_t l) const { return layers_[l]; }
+  const model::Layer& layer(size_t l) const { return layers_[l]; }
+  // K: the rank of every worker's factors.
+  size_t batch() const { return batch_; }
   // "layer 3 'fc6'": how messages name a layer.
   std::string describe(size_t l) const;
 
@@ -55,9 +59,9 @@ class AdamLayout {
   std::vector<size_t> layersOf(int server) const;
 
   // Floats of one worker's factors of layer l (U then V) and of its gradient.
-  size_t uFloats(size_t l) const { return layers_[l].rows * layers_[l].rank; }
-  size_t factorFloats(size_t l) const { return uFloats(l) + layers_[l].cols * layers_[l].rank; }
-  size_t gradientFloats(size_t l) const { return layers_[l].rows * layers_[l].cols; }
+  size_t uFloats(size_t l) const { return layers_[l].fc().rows * batch_; }
+  size_t factorFloats(size_t l) const { return uFloats(l) + layers_[l].fc().cols * batch_; }
+  size_t gradientFloats(size_t l) const { return layers_[l].fc().rows * layers_[l].fc().cols; }
 
   // Offsets and totals in floats, as the file comment lays them out.
   size_t factorOffset(size_t l) const { return factor_offsets_[l]; }
@@ -70,7 +74,8 @@ class AdamLayout {
   }
   size_t slotTotal(int server) const { return slot_totals_[static_cast<size_t>(server)]; }
 
-  // CRC32C of the worker and server counts and every layer's name and shape, in order.
+  // CRC32C of the worker and server counts and every layer's name and shape (rows, cols, K), in
+  // order.
   uint32_t fingerprint() const { return fingerprint_; }
 
  private:
@@ -78,7 +83,8 @@ class AdamLayout {
 
   int workers_ = 0;
   int servers_ = 0;
-  std::vector<AdamLayer> layers_;
+  std::vector<model::Layer> layers_;
+  size_t batch_ = 0;
   std::vector<size_t> factor_offsets_;
   std::vector<size_t> gradient_offsets_;
   std::vector<size_t> slot_offsets_;  // layer l's first slot in its server's buffer

@@ -20,11 +20,12 @@ namespace poseidon::adam {
 
 using transport::RequestPtr;
 
-Status reconstructAdamGradient(const AdamLayer& layer, std::span<const float* const> u,
+Status reconstructAdamGradient(const model::Layer& layer, uint64_t batch, std::span<const float* const> u,
                                std::span<const float* const> v, std::span<float> g) {
-  if (g.size() != layer.rows * layer.cols) {
-    return makeStatus(StatusCode::kInternal, "Adam gradient of '{}' has {} floats; expected {} x {}", layer.name,
-                      g.size(), layer.rows, layer.cols);
+  const model::FcShape& fc = layer.fc();
+  if (!layer.isFullyConnected() || g.size() != fc.rows * fc.cols) {
+    return makeStatus(StatusCode::kInternal, "Adam gradient of {} layer '{}' has {} floats; expected {} x {}",
+                      model::layerKindName(layer.kind()), layer.name(), g.size(), fc.rows, fc.cols);
   }
   // The fused kernel accumulates exactly the rank-order FMA sum, then applies an optimizer step.
   // SGD with lr = -1, no scaling and no decay onto W = -0 leaves that sum untouched:
@@ -34,9 +35,9 @@ Status reconstructAdamGradient(const AdamLayer& layer, std::span<const float* co
   std::fill(g.begin(), g.end(), -0.0f);
   kernels::SfUpdate update;
   update.params = g.data();
-  update.rows = layer.rows;
-  update.cols = layer.cols;
-  update.rank = layer.rank;
+  update.rows = static_cast<size_t>(fc.rows);
+  update.cols = static_cast<size_t>(fc.cols);
+  update.rank = static_cast<size_t>(batch);
   update.u = u;
   update.v = v;
   update.step.kind = kernels::OptimizerKind::kSgd;
@@ -48,7 +49,7 @@ Status reconstructAdamGradient(const AdamLayer& layer, std::span<const float* co
   try {
     kernels::sfUpdateCpu(update);
   } catch (const std::exception& e) {
-    return makeStatus(StatusCode::kInternal, "Adam reconstruction of '{}': {}", layer.name, e.what());
+    return makeStatus(StatusCode::kInternal, "Adam reconstruction of '{}': {}", layer.name(), e.what());
   }
   return Status::ok();
 }
@@ -349,7 +350,7 @@ Status AdamServerImpl::completeLocked(size_t l, LayerState& state) {
   }
   const size_t offset = gradient_offsets_[local(l)];
   const size_t floats = layout_.gradientFloats(l);
-  POSEIDON_RETURN_IF_ERROR(reconstructAdamGradient(layout_.layer(l), state.u, state.v,
+  POSEIDON_RETURN_IF_ERROR(reconstructAdamGradient(layout_.layer(l), layout_.batch(), state.u, state.v,
                                                    std::span<float>(gradients_.data() + offset, floats)));
   const uint64_t iteration = state.done++;
   ++state.traffic.syncs;
@@ -450,13 +451,13 @@ void AdamServerImpl::fail(int culprit, const Status& why) {
 }  // namespace
 
 Result<std::unique_ptr<AdamServer>> AdamServer::start(transport::Context& context, transport::bootstrap::Store& store,
-                                                      std::span<const AdamLayer> layers, int workers,
+                                                      std::span<const model::Layer> layers, uint64_t batch, int workers,
                                                       Deadline deadline, const AdamServerOptions& options) {
   if (options.write_drain.count() <= 0) {
     return makeStatus(StatusCode::kInvalidArgument, "Adam server write_drain {} ms; expected > 0",
                       options.write_drain.count());
   }
-  auto layout = AdamLayout::forContext(layers, workers, context.size());
+  auto layout = AdamLayout::forContext(layers, batch, workers, context.size());
   if (!layout) return layout.status();
   if (context.rank() < workers) {
     return makeStatus(StatusCode::kInvalidArgument,

@@ -17,7 +17,7 @@
 #include <span>
 
 #include "adam/adam_layer.h"
-#include "scheme/factor_layer.h"
+#include "model/layer.h"
 #include "scheme/traffic.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
@@ -39,12 +39,11 @@ class AdamServer {
  public:
   // Registers this server's slot, gradient and notice buffers, publishes the slots in the store,
   // fetches every worker's buffers and starts the peer threads. `context` must be connected, be
-  // rank >= workers, and outlive the server; every rank must be given the same layers.
-  static Result<std::unique_ptr<AdamServer>> start(transport::Context& context,
-                                                              transport::bootstrap::Store& store,
-                                                              std::span<const AdamLayer> layers, int workers,
-                                                              Deadline deadline,
-                                                              const AdamServerOptions& options = {});
+  // rank >= workers, and outlive the server; every rank must be given the same layers (the
+  // model's FC layers) and batch K.
+  static Result<std::unique_ptr<AdamServer>> start(transport::Context& context, transport::bootstrap::Store& store,
+                                                   std::span<const model::Layer> layers, uint64_t batch, int workers,
+                                                   Deadline deadline, const AdamServerOptions& options = {});
   virtual ~AdamServer() = default;
 
   // Blocks until every worker said goodbye (OK) or the server failed (that failure, naming the
@@ -67,10 +66,11 @@ class AdamServer {
 
 // The server's reconstruction: G = sum_p U_p V_p^T, each element accumulated in one float in rank
 // order (p ascending, then k ascending, from +0, one FMA per term), as kernels/sf_update.h
-// documents. `u[p]` is rows x rank and `v[p]` cols x rank, row-major; `g` has rows * cols floats.
+// documents. `u[p]` is rows x K and `v[p]` cols x K (K = `batch`), row-major, rows and cols from
+// layer.fc(); `g` has rows * cols floats.
 // Exposed so tests check it against that sum bit for bit. kInternal naming the problem when the
 // kernel refuses the arguments.
-Status reconstructAdamGradient(const AdamLayer& layer, std::span<const float* const> u,
-                                          std::span<const float* const> v, std::span<float> g);
+Status reconstructAdamGradient(const model::Layer& layer, uint64_t batch, std::span<const float* const> u,
+                               std::span<const float* const> v, std::span<float> g);
 
 }  // namespace poseidon::adam

@@ -340,9 +340,9 @@ Status AdamWorkerImpl::finish(Deadline deadline) {
 }  // namespace
 
 Result<std::unique_ptr<AdamWorker>> AdamWorker::start(transport::Context& context, transport::bootstrap::Store& store,
-                                                      std::span<const AdamLayer> layers, int workers,
+                                                      std::span<const model::Layer> layers, uint64_t batch, int workers,
                                                       Deadline deadline) {
-  auto layout = AdamLayout::forContext(layers, workers, context.size());
+  auto layout = AdamLayout::forContext(layers, batch, workers, context.size());
   if (!layout) return layout.status();
   if (context.rank() >= workers) {
     return makeStatus(StatusCode::kInvalidArgument,

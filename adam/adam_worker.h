@@ -13,7 +13,7 @@
 #include <span>
 
 #include "adam/adam_layer.h"
-#include "scheme/factor_layer.h"
+#include "model/layer.h"
 #include "scheme/traffic.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
@@ -26,17 +26,17 @@ class AdamWorker {
   // Registers this worker's factor, gradient and notice buffers (once, reused every iteration),
   // publishes the last two in the store, fetches every server's slot buffer and starts a thread
   // per server. `context` must be connected, be rank < workers, and outlive the worker; ranks
-  // workers..size-1 are the servers and every rank must be given the same layers.
-  static Result<std::unique_ptr<AdamWorker>> start(transport::Context& context,
-                                                              transport::bootstrap::Store& store,
-                                                              std::span<const AdamLayer> layers, int workers,
-                                                              Deadline deadline);
+  // workers..size-1 are the servers and every rank must be given the same layers (the model's FC
+  // layers) and batch K (the factors' rank).
+  static Result<std::unique_ptr<AdamWorker>> start(transport::Context& context, transport::bootstrap::Store& store,
+                                                   std::span<const model::Layer> layers, uint64_t batch, int workers,
+                                                   Deadline deadline);
   virtual ~AdamWorker() = default;
 
   virtual int worker() const = 0;
   virtual const AdamLayout& layout() const = 0;
 
-  // This worker's factors of layer l, row-major: U is rows x rank, V is cols x rank (the layout
+  // This worker's factors of layer l, row-major: U is rows x K, V is cols x K (the layout
   // kernels::SfUpdate reads). Fill them before push(l); they are read until wait(l) returns OK.
   virtual std::span<float> u(size_t l) = 0;
   virtual std::span<float> v(size_t l) = 0;

@@ -38,22 +38,23 @@ Status checkOptions(const RingOptions& options) {
 
 // Floats before each layer; fails on a name too long to publish, or when the total (times the ranks, for the segment
 // arithmetic, and in bytes) would not fit in 64 bits.
-Result<std::vector<uint64_t>> layerOffsets(const std::vector<RingLayer>& layers, int ranks) {
+Result<std::vector<uint64_t>> layerOffsets(const std::vector<model::Layer>& layers, int ranks) {
   const uint64_t limit = std::numeric_limits<uint64_t>::max() / sizeof(float) / static_cast<uint64_t>(ranks);
   std::vector<uint64_t> offsets;
   offsets.reserve(layers.size());
   uint64_t total = 0;
-  for (const RingLayer& layer : layers) {
+  for (const model::Layer& layer : layers) {
     offsets.push_back(total);
-    if (layer.name.size() > kMaxRingLayerNameBytes) {
+    if (layer.name().size() > kMaxRingLayerNameBytes) {
       return makeStatus(StatusCode::kInvalidArgument, "layer {} has a name of {} bytes, limit {}", offsets.size() - 1,
-                        layer.name.size(), kMaxRingLayerNameBytes);
+                        layer.name().size(), kMaxRingLayerNameBytes);
     }
-    if (layer.floats > limit - total) {
+    const uint64_t floats = layer.denseFloats();
+    if (floats > limit - total) {
       return makeStatus(StatusCode::kInvalidArgument, "layer '{}' of {} floats brings the total past {} floats",
-                        layer.name, layer.floats, limit);
+                        layer.name(), floats, limit);
     }
-    total += layer.floats;
+    total += floats;
   }
   offsets.push_back(total);
   return offsets;
@@ -90,8 +91,13 @@ Status connectRing(RingState& s, transport::bootstrap::Store& store, const RingO
   s.staging_region = std::move(*staging);
   if (s.ranks == 1) return Status::ok();
 
-  const RingSetup mine{s.ranks, s.rank,  s.data_region->remote(), s.staging_region->remote(), options.piece_bytes,
-                       s.slots, s.layers};
+  const RingSetup mine{s.ranks,
+                       s.rank,
+                       s.data_region->remote(),
+                       s.staging_region->remote(),
+                       options.piece_bytes,
+                       s.slots,
+                       publishedLayers(s.layers)};
   const std::string context_name = s.context.name();
   POSEIDON_RETURN_IF_ERROR(store.set(ringSetupKey(options.name, context_name, s.rank), mine.serialize()));
   const int pred = (s.rank + s.ranks - 1) % s.ranks;
@@ -127,7 +133,7 @@ Status connectRing(RingState& s, transport::bootstrap::Store& store, const RingO
 
 Result<std::unique_ptr<RingAllreduce>> RingAllreduce::start(transport::Context& context,
                                                             transport::bootstrap::Store& store,
-                                                            std::vector<RingLayer> layers, RingOptions options,
+                                                            std::vector<model::Layer> layers, RingOptions options,
                                                             Deadline deadline) {
   const std::string where = fmt::format("ring all-reduce set-up on rank {} of {}", context.rank(), context.size());
   if (context.size() < 1 || context.rank() < 0 || context.rank() >= context.size()) {
@@ -142,6 +148,7 @@ Result<std::unique_ptr<RingAllreduce>> RingAllreduce::start(transport::Context& 
   auto state = std::make_unique<RingState>(context);
   state->rank = context.rank();
   state->ranks = context.size();
+  for (const model::Layer& layer : layers) state->floats.push_back(layer.denseFloats());
   state->layers = std::move(layers);
   state->offsets = std::move(*offsets);
   state->piece_floats = options.piece_bytes / sizeof(float);
@@ -170,14 +177,14 @@ RingAllreduce::~RingAllreduce() {
 int RingAllreduce::rank() const { return state_->rank; }
 int RingAllreduce::ranks() const { return state_->ranks; }
 size_t RingAllreduce::layerCount() const { return state_->layers.size(); }
-const RingLayer& RingAllreduce::layer(size_t layer) const {
-  static const RingLayer kNone;
+const model::Layer& RingAllreduce::layer(size_t layer) const {
+  static const model::Layer kNone;
   return layer < state_->layers.size() ? state_->layers[layer] : kNone;
 }
 
 std::span<float> RingAllreduce::buffer(size_t layer) {
   if (layer >= state_->layers.size()) return {};
-  return std::span<float>(state_->data.data() + state_->offsets[layer], state_->layers[layer].floats);
+  return std::span<float>(state_->data.data() + state_->offsets[layer], state_->floats[layer]);
 }
 
 RingTraffic RingAllreduce::counters(size_t layer) const {
@@ -192,26 +199,25 @@ transport::RequestPtr RingAllreduce::start(size_t layer, Deadline deadline) {
         fmt::format("ring all-reduce of layer {} on rank {}", layer, s.rank),
         makeStatus(StatusCode::kInvalidArgument, "expected a layer index below {}", s.layers.size()));
   }
-  return driver_->submit(fmt::format("ring all-reduce of layer '{}' (#{}) on rank {}", s.layers[layer].name, layer,
-                                     s.rank),
-                         [&s, layer, deadline] {
-                           const auto name = [&] {
-                             return fmt::format("allreduce of layer '{}' (#{}) on rank {}", s.layers[layer].name,
-                                                layer, s.rank);
-                           };
-                           if (!s.broken.isOk()) return s.broken.withContext(name() + ": an earlier allreduce failed");
-                           if (deadline.expired()) {
-                             // Its turn came too late to keep the order every worker follows.
-                             s.broken = makeStatus(StatusCode::kTimeout,
-                                                   "{}: the deadline passed while the allreduces before it ran", name());
-                             return s.broken;
-                           }
-                           s.running.store(static_cast<int64_t>(layer), std::memory_order_release);
-                           Status status = runRingPass(s, layer, deadline);
-                           s.running.store(-1, std::memory_order_release);
-                           if (!status.isOk()) s.broken = status;
-                           return status;
-                         });
+  return driver_->submit(
+      fmt::format("ring all-reduce of layer '{}' (#{}) on rank {}", s.layers[layer].name(), layer, s.rank),
+      [&s, layer, deadline] {
+        const auto name = [&] {
+          return fmt::format("allreduce of layer '{}' (#{}) on rank {}", s.layers[layer].name(), layer, s.rank);
+        };
+        if (!s.broken.isOk()) return s.broken.withContext(name() + ": an earlier allreduce failed");
+        if (deadline.expired()) {
+          // Its turn came too late to keep the order every worker follows.
+          s.broken =
+              makeStatus(StatusCode::kTimeout, "{}: the deadline passed while the allreduces before it ran", name());
+          return s.broken;
+        }
+        s.running.store(static_cast<int64_t>(layer), std::memory_order_release);
+        Status status = runRingPass(s, layer, deadline);
+        s.running.store(-1, std::memory_order_release);
+        if (!status.isOk()) s.broken = status;
+        return status;
+      });
 }
 
 Status RingAllreduce::allreduce(size_t layer, Deadline deadline) {
@@ -230,8 +236,8 @@ Status RingAllreduce::allreduce(size_t layer, Deadline deadline) {
   return makeStatus(StatusCode::kTimeout,
                     "allreduce of layer '{}' (#{}) on rank {}: the deadline passed while the call before it (layer "
                     "'{}') was still running",
-                    s.layers[layer].name, layer, s.rank,
-                    running >= 0 ? s.layers[static_cast<size_t>(running)].name : std::string("?"));
+                    s.layers[layer].name(), layer, s.rank,
+                    running >= 0 ? s.layers[static_cast<size_t>(running)].name() : std::string("?"));
 }
 
 scheme::Traffic RingAllreduce::traffic(size_t layer) const {

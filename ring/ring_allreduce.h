@@ -40,19 +40,15 @@
 #include <string>
 #include <vector>
 
+#include "common/deadline.h"
+#include "common/status.h"
+#include "model/layer.h"
 #include "scheme/serial_driver.h"
 #include "scheme/traffic.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
-#include "common/deadline.h"
-#include "common/status.h"
 
 namespace poseidon::ring {
-
-struct RingLayer {
-  std::string name;
-  size_t floats = 0;  // 0 is allowed: its allreduce moves nothing
-};
 
 struct RingOptions {
   // The unit of pipelining, a multiple of 4 in [4, 1 GiB]: a segment travels in pieces of this size.
@@ -86,13 +82,15 @@ struct RingState;
 
 class RingAllreduce {
  public:
-  // Every rank of `context` calls this with the same layers and options. Fails, naming the value
-  // and what was expected, on bad options or layers, a neighbour whose layers or options differ,
-  // or a neighbour that does not publish its regions by the deadline.
-  static Result<std::unique_ptr<RingAllreduce>> start(transport::Context& context,
-                                                                 transport::bootstrap::Store& store,
-                                                                 std::vector<RingLayer> layers, RingOptions options,
-                                                                 Deadline deadline);
+  // Every rank of `context` calls this with the same layers and options. A layer's buffer holds
+  // its Layer::denseFloats(): every parameter of a conv or other layer, but only the M x N weight
+  // of a fully-connected one (the FC bias is not synced by the ring yet, as the cost model prices
+  // it). A layer of no floats is allowed: its allreduce moves nothing. Fails, naming the value and
+  // what was expected, on bad options or layers, a neighbour whose layers or options differ, or a
+  // neighbour that does not publish its regions by the deadline.
+  static Result<std::unique_ptr<RingAllreduce>> start(transport::Context& context, transport::bootstrap::Store& store,
+                                                      std::vector<model::Layer> layers, RingOptions options,
+                                                      Deadline deadline);
   // Waits (bounded) for this rank's writes still in flight before deregistering the memory.
   ~RingAllreduce();
   RingAllreduce(const RingAllreduce&) = delete;
@@ -102,7 +100,7 @@ class RingAllreduce {
   int ranks() const;
   size_t layerCount() const;
   // The layer as given to start(); an empty one for an index out of range.
-  const RingLayer& layer(size_t layer) const;
+  const model::Layer& layer(size_t layer) const;
 
   // Where the worker puts layer's gradient; after allreduce(layer) it holds the sum over the
   // workers. Empty for a layer index out of range. Must not be touched during that layer's call.

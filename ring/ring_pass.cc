@@ -39,7 +39,7 @@ class Pass {
         layer_(layer),
         deadline_(deadline),
         base_(state.offsets[layer]),
-        geometry_(state.ranks, state.rank, state.layers[layer].floats, state.piece_floats),
+        geometry_(state.ranks, state.rank, state.floats[layer], state.piece_floats),
         steps_(geometry_.steps()) {}
 
   Status run() {
@@ -48,7 +48,7 @@ class Pass {
     if (status.isOk()) traffic_.calls = 1;
     flushTraffic();
     return status.withContext(fmt::format("allreduce of layer '{}' (#{}, {} floats) on rank {} of {}",
-                                          s_.layers[layer_].name, layer_, s_.layers[layer_].floats, s_.rank, s_.ranks));
+                                          s_.layers[layer_].name(), layer_, s_.floats[layer_], s_.rank, s_.ranks));
   }
 
  private:

@@ -87,6 +87,12 @@ class Reader {
 
 }  // namespace
 
+std::vector<PublishedLayer> publishedLayers(const std::vector<model::Layer>& layers) {
+  std::vector<PublishedLayer> published;
+  for (const model::Layer& layer : layers) published.push_back({layer.name(), layer.denseFloats()});
+  return published;
+}
+
 std::vector<uint8_t> RingSetup::serialize() const {
   std::vector<uint8_t> out;
   put32(out, kMagic);
@@ -99,7 +105,7 @@ std::vector<uint8_t> RingSetup::serialize() const {
   put64(out, piece_bytes);
   put64(out, staging_slots);
   put64(out, layers.size());
-  for (const RingLayer& layer : layers) {
+  for (const PublishedLayer& layer : layers) {
     put64(out, layer.floats);
     put32(out, static_cast<uint32_t>(layer.name.size()));
     out.insert(out.end(), layer.name.begin(), layer.name.end());
@@ -131,7 +137,7 @@ Result<RingSetup> RingSetup::parse(const std::string& key, const std::vector<uin
   setup.ranks = static_cast<int>(ranks);
   setup.rank = static_cast<int>(rank);
   setup.layers.resize(count);
-  for (RingLayer& layer : setup.layers) {
+  for (PublishedLayer& layer : setup.layers) {
     uint64_t floats = 0, name_length = 0;
     in.u64(floats, "a layer's floats");
     if (in.u32(name_length, "a layer's name length") && name_length > kMaxRingLayerNameBytes) {
@@ -171,8 +177,8 @@ Status checkSameRing(const RingSetup& mine, const RingSetup& theirs, int expecte
   }
   uint64_t total_floats = 0;
   for (size_t i = 0; i < mine.layers.size(); ++i) {
-    const RingLayer& a = mine.layers[i];
-    const RingLayer& b = theirs.layers[i];
+    const PublishedLayer& a = mine.layers[i];
+    const PublishedLayer& b = theirs.layers[i];
     if (a.floats != b.floats || a.name != b.name) {
       return differs(fmt::format("its layer {} is '{}' of {} floats; ours is '{}' of {} floats", i, b.name, b.floats,
                                  a.name, a.floats));

@@ -24,6 +24,16 @@ namespace poseidon::ring {
 // A longer layer name is refused at start, and by a parser rather than trusted as a length.
 inline constexpr uint64_t kMaxRingLayerNameBytes = 4096;
 
+// What a rank publishes of each layer: its name and the floats its buffer holds
+// (Layer::denseFloats()), so a neighbour given another model is caught at start.
+struct PublishedLayer {
+  std::string name;
+  uint64_t floats = 0;
+
+  bool operator==(const PublishedLayer&) const = default;
+};
+std::vector<PublishedLayer> publishedLayers(const std::vector<model::Layer>& layers);
+
 struct RingSetup {
   int ranks = 0;
   int rank = 0;
@@ -31,7 +41,7 @@ struct RingSetup {
   transport::RemoteDescriptor staging;
   uint64_t piece_bytes = 0;
   uint64_t staging_slots = 0;
-  std::vector<RingLayer> layers;
+  std::vector<PublishedLayer> layers;
 
   std::vector<uint8_t> serialize() const;
   // Checks every length against the bytes present before reading; names `key` and what is wrong.

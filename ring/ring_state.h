@@ -31,7 +31,8 @@ struct RingState {
   transport::Pair* to_succ = nullptr;    // the same pair as to_pred when ranks == 2
   std::vector<transport::Pair*> others;  // the context's other pairs, watched for failure
 
-  std::vector<RingLayer> layers;
+  std::vector<model::Layer> layers;
+  std::vector<uint64_t> floats;   // per layer: its denseFloats(), what its buffer holds
   std::vector<uint64_t> offsets;  // floats before each layer in `data`
   uint64_t piece_floats = 0;
   size_t slots = 0;

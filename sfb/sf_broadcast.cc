@@ -24,8 +24,9 @@ class SfBroadcast::LayerCall {
 };
 
 Result<std::unique_ptr<SfBroadcast>> SfBroadcast::start(transport::Context& context, transport::bootstrap::Store& store,
-                                                        std::vector<SfLayer> layers, Deadline deadline) {
-  auto layout = SfSlotLayout::build(layers, context.size());
+                                                        std::vector<model::Layer> layers, uint64_t batch,
+                                                        Deadline deadline) {
+  auto layout = SfSlotLayout::build(layers, batch, context.size());
   if (!layout) return layout.status();
   std::unique_ptr<SfBroadcast> self(new SfBroadcast(context, std::move(*layout)));
   const SfSlotLayout& built = self->layout_;
@@ -168,7 +169,7 @@ Status SfBroadcast::update(size_t layer, float* params, float* state0, float* st
   }
   if (state.phase == Phase::kBroadcast) {
     POSEIDON_RETURN_IF_ERROR(awaitFactors(layer, t, deadline));
-    const SfLayer& shape = layout_.layer(layer);
+    const model::FcShape& shape = layout_.layer(layer).fc();
     const size_t bank = static_cast<size_t>(t & 1);
     kernels::SfUpdate job;
     job.params = params;
@@ -176,7 +177,7 @@ Status SfBroadcast::update(size_t layer, float* params, float* state0, float* st
     job.state1 = state1;
     job.rows = shape.rows;
     job.cols = shape.cols;
-    job.rank = shape.rank;
+    job.rank = layout_.batch();
     job.u = state.u[bank];
     job.v = state.v[bank];
     job.step = step;
@@ -259,7 +260,7 @@ scheme::Traffic SfBroadcast::traffic(size_t layer) const {
 }
 
 std::string SfBroadcast::describe(size_t layer) const {
-  return fmt::format("layer {} '{}'", layer, layout_.layer(layer).name);
+  return fmt::format("layer {} '{}'", layer, layout_.layer(layer).name());
 }
 
 Status SfBroadcast::unknownLayer(size_t layer, const char* call) const {

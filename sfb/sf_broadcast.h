@@ -33,10 +33,10 @@
 #include <vector>
 
 #include "kernels/dispatch.h"
+#include "model/layer.h"
 #include "scheme/serial_driver.h"
 #include "scheme/traffic.h"
 #include "sfb/sf_inbox.h"
-#include "sfb/sf_layer.h"
 #include "sfb/sf_slots.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
@@ -46,20 +46,23 @@ namespace poseidon::sfb {
 class SfBroadcast {
  public:
   // Registers this worker's factor buffer and its receive buffer (once, reused every iteration),
-  // publishes the receive buffer through the store and fetches every peer's. `context` must be
-  // connected and outlive this object; every rank must be given the same layers. Fails naming the
-  // layer for a bad shape, the peer whose layers differ or whose buffer is missing by the
-  // deadline.
-  static Result<std::unique_ptr<SfBroadcast>> start(transport::Context& context,
-                                                               transport::bootstrap::Store& store,
-                                                               std::vector<SfLayer> layers,
-                                                               Deadline deadline);
+  // publishes the receive buffer through the store and fetches every peer's. `layers` are the
+  // model's fully-connected layers (M x N from Layer::fc()), `batch` the per-worker batch K, the
+  // rank of every factor. Only the M x N weight is synced: the bias is not carried by SFB yet
+  // (it could be, from U's row sums at no extra traffic). `context` must be connected and outlive
+  // this object; every rank must be given the same layers and batch. Fails naming the layer for
+  // one that is not FC or a bad shape, the peer whose layers differ or whose buffer is missing by
+  // the deadline.
+  static Result<std::unique_ptr<SfBroadcast>> start(transport::Context& context, transport::bootstrap::Store& store,
+                                                    std::vector<model::Layer> layers, uint64_t batch,
+                                                    Deadline deadline);
   SfBroadcast(const SfBroadcast&) = delete;
   SfBroadcast& operator=(const SfBroadcast&) = delete;
   ~SfBroadcast();
 
   size_t layerCount() const { return layout_.layerCount(); }
-  const SfLayer& layer(size_t l) const { return layout_.layer(l); }
+  const model::Layer& layer(size_t l) const { return layout_.layer(l); }
+  size_t batch() const { return layout_.batch(); }
   int rank() const { return context_.rank(); }
   int workers() const { return context_.size(); }
 

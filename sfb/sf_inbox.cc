@@ -47,8 +47,8 @@ Status SfInbox::waitFor(size_t layer, uint64_t iteration, Deadline deadline) {
       changed_.wait_until(lock, deadline.at());
     }
   }
-  return makeStatus(StatusCode::kTimeout, "no SFB factors of layer {} '{}' iteration {} from {} in time",
-                               layer, layout_.layer(layer).name, iteration, pair_.peerName());
+  return makeStatus(StatusCode::kTimeout, "no SFB factors of layer {} '{}' iteration {} from {} in time", layer,
+                    layout_.layer(layer).name(), iteration, pair_.peerName());
 }
 
 uint64_t SfInbox::arrivals(size_t layer) const {
@@ -63,7 +63,7 @@ Status SfInbox::recordLocked(uint32_t imm) {
                                  "{} sent SFB immediate {:#010x} naming layer {}; there are {} layers",
                                  pair_.peerName(), imm, got.layer, layout_.layerCount());
   }
-  const std::string& name = layout_.layer(got.layer).name;
+  const std::string& name = layout_.layer(got.layer).name();
   const uint64_t expected = arrived_[got.layer];
   if (got.iteration_low != sfIterationLow(expected)) {
     return makeStatus(StatusCode::kProtocolError,

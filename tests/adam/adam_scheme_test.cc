@@ -24,6 +24,22 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// A fully-connected model layer without bias: the scheme syncs the M x N weight.
+model::Layer fc(const char* name, size_t rows, size_t cols) {
+  return model::Layer::fullyConnected(name, rows, cols, false);
+}
+
+// What the reference sums below read of a layer: its name, M, N and the batch K.
+struct Factored {
+  std::string name;
+  size_t rows = 0;
+  size_t cols = 0;
+  size_t rank = 0;
+};
+Factored factored(const model::Layer& layer, uint64_t batch) {
+  return {layer.name(), layer.fc().rows, layer.fc().cols, batch};
+}
+
 // A connected mesh of in-process TCP contexts and a store of its own for the Adam job.
 struct Cluster {
   testing::Mesh mesh;
@@ -39,7 +55,7 @@ Result<Cluster> makeCluster(int ranks, const std::string& name) {
 }
 
 // One worker's U and V of one layer in one iteration, U then V as in the worker's factor buffer.
-std::vector<float> randomFactors(const AdamLayer& layer, int worker, size_t l, int iteration) {
+std::vector<float> randomFactors(const Factored& layer, int worker, size_t l, int iteration) {
   std::mt19937 rng(static_cast<uint32_t>(1000003 * worker + 1009 * static_cast<int>(l) + iteration));
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   std::vector<float> factors(layer.rank * (layer.rows + layer.cols));
@@ -48,7 +64,7 @@ std::vector<float> randomFactors(const AdamLayer& layer, int worker, size_t l, i
 }
 
 // g = 0; for p: for k: g = fma(U_p[i][k], V_p[j][k], g), written out as kernels/sf_update.h states it.
-std::vector<float> rankOrderFmaSum(const AdamLayer& layer, const std::vector<std::vector<float>>& factors) {
+std::vector<float> rankOrderFmaSum(const Factored& layer, const std::vector<std::vector<float>>& factors) {
   std::vector<float> g(layer.rows * layer.cols);
   for (size_t i = 0; i < layer.rows; ++i) {
     for (size_t j = 0; j < layer.cols; ++j) {
@@ -67,8 +83,8 @@ std::vector<float> rankOrderFmaSum(const AdamLayer& layer, const std::vector<std
 // |fl - exact| <= gamma_n * sum |u v| with gamma_n = n u / (1 - n u), u = 2^-24 (Higham, 3.1).
 // The double reference itself errs by at most n 2^-53 sum |u v| (products of floats are exact in
 // double), and a rounding that underflows errs by up to 2^-150 however small the sum: both added.
-void expectNearExact(const AdamLayer& layer, const std::vector<std::vector<float>>& factors,
-                     std::span<const float> g, const std::string& what) {
+void expectNearExact(const Factored& layer, const std::vector<std::vector<float>>& factors, std::span<const float> g,
+                     const std::string& what) {
   const double n = static_cast<double>(factors.size() * layer.rank);
   const double unit = std::ldexp(1.0, -24);
   const double gamma = n * unit / (1 - n * unit) + n * std::ldexp(1.0, -53);
@@ -101,7 +117,8 @@ bool contains(const Status& status, const std::string& text) {
 struct AdamRun {
   int workers = 2;
   int servers = 1;
-  std::vector<AdamLayer> layers;
+  std::vector<model::Layer> layers;
+  uint64_t batch = 2;  // K
   AdamServerOptions options;
   // Worker p's part, given its started worker (it may reset it, and the mesh's context, to leave).
   std::function<Status(int, std::unique_ptr<AdamWorker>&, testing::Mesh&)> worker;
@@ -141,7 +158,8 @@ Outcome runAdam(const AdamRun& run) {
         Status& result = out.workers[static_cast<size_t>(rank)];
         if (rank == run.rogue_rank) {
           result = run.rogue(context, store);
-        } else if (auto worker = AdamWorker::start(context, store, run.layers, run.workers, deadline); worker) {
+        } else if (auto worker = AdamWorker::start(context, store, run.layers, run.batch, run.workers, deadline);
+                   worker) {
           result = run.worker(rank, *worker, mesh);
         } else {
           result = worker.status();
@@ -150,7 +168,7 @@ Outcome runAdam(const AdamRun& run) {
         return;
       }
       const int s = rank - run.workers;
-      auto server = AdamServer::start(context, store, run.layers, run.workers, deadline, run.options);
+      auto server = AdamServer::start(context, store, run.layers, run.batch, run.workers, deadline, run.options);
       if (!server) {
         out.servers[static_cast<size_t>(s)] = server.status();
         return;
@@ -179,7 +197,8 @@ Status pushAndWait(AdamWorker& worker, size_t l, Deadline deadline) {
 }
 
 TEST(AdamReconstruction, IsTheRankOrderFmaSumToTheBitSignedZerosIncluded) {
-  const AdamLayer layer{"fc", 5, 7, 3};
+  const model::Layer model_layer = fc("fc", 5, 7);
+  const Factored layer = factored(model_layer, 3);
   std::vector<std::vector<float>> factors;
   for (int p = 0; p < 3; ++p) factors.push_back(randomFactors(layer, p, 0, 0));
   // Element (0, 0) sums to -0: the first product underflows to -0 (exact value -2^-200), every
@@ -207,7 +226,7 @@ TEST(AdamReconstruction, IsTheRankOrderFmaSumToTheBitSignedZerosIncluded) {
     v.push_back(f.data() + layer.rows * layer.rank);
   }
   std::vector<float> g(layer.rows * layer.cols, 123.0f);
-  ASSERT_TRUE(reconstructAdamGradient(layer, u, v, g).isOk());
+  ASSERT_TRUE(reconstructAdamGradient(model_layer, 3, u, v, g).isOk());
   const std::vector<float> expected = rankOrderFmaSum(layer, factors);
   EXPECT_TRUE(sameBits(g, expected));
   EXPECT_TRUE(std::signbit(g[0]) && g[0] == 0.0f) << g[0];
@@ -215,12 +234,13 @@ TEST(AdamReconstruction, IsTheRankOrderFmaSumToTheBitSignedZerosIncluded) {
   expectNearExact(layer, factors, g, "reconstruction");
   // A buffer of the wrong size is refused, not overrun.
   std::vector<float> small(3);
-  EXPECT_EQ(reconstructAdamGradient(layer, u, v, small).code(), StatusCode::kInternal);
+  EXPECT_EQ(reconstructAdamGradient(model_layer, 3, u, v, small).code(), StatusCode::kInternal);
 }
 
-const std::vector<AdamLayer> kOddLayers = {
-    {"fc_odd", 7, 5, 3}, {"fc_wide", 3, 67, 2}, {"fc_tall", 129, 1, 5}, {"fc_one", 1, 1, 1}, {"fc_mid", 33, 17, 4},
+const std::vector<model::Layer> kOddLayers = {
+    fc("fc_odd", 7, 5), fc("fc_wide", 3, 67), fc("fc_tall", 129, 1), fc("fc_one", 1, 1), fc("fc_mid", 33, 17),
 };
+constexpr uint64_t kOddBatch = 3;
 constexpr int kIterations = 3;
 
 struct Shape {
@@ -249,11 +269,12 @@ TEST_P(AdamSchemeTest, EveryWorkerGetsTheExactSumAndTrafficMatchesTheCostModel) 
   run.workers = workers;
   run.servers = servers;
   run.layers = layers;
+  run.batch = kOddBatch;
   run.worker = [&](int p, std::unique_ptr<AdamWorker>& worker, testing::Mesh&) -> Status {
     const Deadline deadline = Deadline::after(30s);
     for (int it = 0; it < kIterations; ++it) {
       for (size_t l = 0; l < layers.size(); ++l) {
-        const std::vector<float> factors = randomFactors(layers[l], p, l, it);
+        const std::vector<float> factors = randomFactors(factored(layers[l], kOddBatch), p, l, it);
         std::copy_n(factors.begin(), worker->u(l).size(), worker->u(l).begin());
         std::copy(factors.begin() + static_cast<std::ptrdiff_t>(worker->u(l).size()), factors.end(),
                   worker->v(l).begin());
@@ -284,14 +305,14 @@ TEST_P(AdamSchemeTest, EveryWorkerGetsTheExactSumAndTrafficMatchesTheCostModel) 
   for (int it = 0; it < kIterations; ++it) {
     for (size_t l = 0; l < layers.size(); ++l) {
       std::vector<std::vector<float>> factors;
-      for (int p = 0; p < workers; ++p) factors.push_back(randomFactors(layers[l], p, l, it));
-      const std::vector<float> expected = rankOrderFmaSum(layers[l], factors);
-      const std::string what = layers[l].name + " iteration " + std::to_string(it);
+      for (int p = 0; p < workers; ++p) factors.push_back(randomFactors(factored(layers[l], kOddBatch), p, l, it));
+      const std::vector<float> expected = rankOrderFmaSum(factored(layers[l], kOddBatch), factors);
+      const std::string what = layers[l].name() + " iteration " + std::to_string(it);
       for (int p = 0; p < workers; ++p) {
         EXPECT_TRUE(sameBits(received[static_cast<size_t>(p)][static_cast<size_t>(it)][l], expected))
             << what << " on worker " << p;
       }
-      expectNearExact(layers[l], factors, received[0][static_cast<size_t>(it)][l], what);
+      expectNearExact(factored(layers[l], kOddBatch), factors, received[0][static_cast<size_t>(it)][l], what);
       if (it == kIterations - 1) {
         EXPECT_TRUE(sameBits(server_last[static_cast<size_t>(adamServerOf(l, servers))][l], expected)) << what;
       }
@@ -300,9 +321,8 @@ TEST_P(AdamSchemeTest, EveryWorkerGetsTheExactSumAndTrafficMatchesTheCostModel) 
 
   const double iterations = kIterations;
   for (size_t l = 0; l < layers.size(); ++l) {
-    const trainer::LayerShape shape = trainer::LayerShape::fullyConnected(layers[l].name, static_cast<int64_t>(layers[l].rows),
-                                                        static_cast<int64_t>(layers[l].cols));
-    const trainer::ClusterShape cluster{workers, servers, static_cast<int64_t>(layers[l].rank)};
+    const model::Layer& shape = layers[l];
+    const trainer::ClusterShape cluster{workers, servers, static_cast<int64_t>(kOddBatch)};
     const auto as_traffic = [&](const trainer::NodeTraffic& t) {
       return scheme::Traffic{.syncs = kIterations,
                              .sent_bytes = static_cast<uint64_t>(iterations * t.sent_floats * sizeof(float)),
@@ -315,11 +335,12 @@ TEST_P(AdamSchemeTest, EveryWorkerGetsTheExactSumAndTrafficMatchesTheCostModel) 
     auto server_model = trainer::adamServerTraffic(shape, cluster);
     ASSERT_TRUE(worker_model.isOk() && server_model.isOk());
     for (int p = 0; p < workers; ++p) {
-      EXPECT_EQ(worker_traffic[static_cast<size_t>(p)][l], as_traffic(*worker_model)) << layers[l].name << " worker " << p;
+      EXPECT_EQ(worker_traffic[static_cast<size_t>(p)][l], as_traffic(*worker_model))
+          << layers[l].name() << " worker " << p;
     }
     for (int s = 0; s < servers; ++s) {
       const scheme::Traffic expected = adamServerOf(l, servers) == s ? as_traffic(*server_model) : scheme::Traffic{};
-      EXPECT_EQ(server_traffic[static_cast<size_t>(s)][l], expected) << layers[l].name << " server " << s;
+      EXPECT_EQ(server_traffic[static_cast<size_t>(s)][l], expected) << layers[l].name() << " server " << s;
     }
   }
 }
@@ -336,7 +357,7 @@ TEST(AdamFailures, OthersTimeOutNamingAWorkerThatNeverPushes) {
   std::vector<Status> waits(3);
   AdamRun run;
   run.workers = 3;
-  run.layers = {{"fc", 6, 4, 2}};
+  run.layers = {fc("fc", 6, 4)};
   run.options.stall_notice = 100ms;
   run.settle = 300ms;
   run.worker = [&](int p, std::unique_ptr<AdamWorker>& worker, testing::Mesh&) -> Status {
@@ -365,7 +386,7 @@ TEST(AdamFailures, OthersTimeOutNamingAWorkerThatNeverPushes) {
 TEST(AdamFailures, AWorkerThatDisconnectsIsNamedByTheServerAndTheOthers) {
   AdamRun run;
   run.workers = 3;
-  run.layers = {{"fc", 6, 4, 2}, {"fc2", 3, 3, 1}};
+  run.layers = {fc("fc", 6, 4), fc("fc2", 3, 3)};
   run.worker = [&](int p, std::unique_ptr<AdamWorker>& worker, testing::Mesh& mesh) -> Status {
     POSEIDON_RETURN_IF_ERROR(pushAndWait(*worker, 0, Deadline::after(30s)));
     if (p == 1) {  // after one good iteration, worker 1 goes away with its connections
@@ -417,7 +438,7 @@ struct Rogue {
 Status sendRogue(const Rogue& rogue, transport::Context& context, transport::bootstrap::Store& store,
                  const AdamRun& run, RogueMemory& memory) {
   const Deadline deadline = Deadline::after(30s);
-  auto layout = AdamLayout::forContext(run.layers, run.workers, context.size());
+  auto layout = AdamLayout::forContext(run.layers, run.batch, run.workers, context.size());
   if (!layout) return layout.status();
   auto local = memory.add(context, layout->gradientTotal() * sizeof(float));
   if (!local) return local.status();
@@ -452,7 +473,7 @@ TEST_P(AdamRogueTest, IsRefusedNamingThePeer) {
   AdamRun run;
   run.workers = 2;
   run.servers = 2;  // layer 0 on server 0 (rank 2), layer 1 on server 1 (rank 3)
-  run.layers = {{"a", 3, 4, 2}, {"b", 5, 2, 1}};
+  run.layers = {fc("a", 3, 4), fc("b", 5, 2)};
   run.settle = 300ms;
   // Honest workers push only after the rogue's writes, and a second honest worker only after the
   // first failed, so no iteration of layer 0 can complete: each one's wait ends with the server's
@@ -508,15 +529,15 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(AdamRogueServer, AGradientOfAnotherIterationIsRefusedNamingTheServer) {
   auto cluster = makeCluster(2, "adam-rogue-server");
   ASSERT_TRUE(cluster) << cluster.status().toString();
-  const std::vector<AdamLayer> layers = {{"a", 3, 4, 2}};
+  const std::vector<model::Layer> layers = {fc("a", 3, 4)};
   const Deadline deadline = Deadline::after(30s);
   Status worker_status;
   std::thread worker_thread([&] {
-    auto worker = AdamWorker::start(cluster->mesh[0], *cluster->store, layers, 1, deadline);
+    auto worker = AdamWorker::start(cluster->mesh[0], *cluster->store, layers, 2, 1, deadline);
     worker_status = worker ? pushAndWait(**worker, 0, deadline) : worker.status();
   });
   RogueMemory memory;
-  auto layout = AdamLayout::forContext(layers, 1, 2);
+  auto layout = AdamLayout::forContext(layers, 2, 1, 2);
   ASSERT_TRUE(layout);
   auto slots = memory.add(cluster->mesh[1], layout->slotTotal(0) * sizeof(float));
   ASSERT_TRUE(slots);
@@ -537,7 +558,7 @@ TEST(AdamRogueServer, AGradientOfAnotherIterationIsRefusedNamingTheServer) {
 
 TEST(AdamMisuse, CallsOutOfOrderAreRefusedAndTheRunGoesOn) {
   AdamRun run;
-  run.layers = {{"fc", 4, 3, 2}};
+  run.layers = {fc("fc", 4, 3)};
   std::vector<Status> refused;
   run.worker = [&](int p, std::unique_ptr<AdamWorker>& worker, testing::Mesh&) -> Status {
     const Deadline deadline = Deadline::after(30s);
@@ -571,30 +592,36 @@ TEST(AdamMisuse, CallsOutOfOrderAreRefusedAndTheRunGoesOn) {
 TEST(AdamMisuse, RolesShapesAndDifferentLayersAreRefusedAtStart) {
   auto cluster = makeCluster(2, "adam-start");
   ASSERT_TRUE(cluster) << cluster.status().toString();
-  const std::vector<AdamLayer> layers = {{"fc", 4, 3, 2}};
+  const std::vector<model::Layer> layers = {fc("fc", 4, 3)};
   const Deadline soon = Deadline::after(2s);
-  auto server_on_worker = AdamServer::start(cluster->mesh[0], *cluster->store, layers, 1, soon);
+  auto server_on_worker = AdamServer::start(cluster->mesh[0], *cluster->store, layers, 2, 1, soon);
   EXPECT_TRUE(contains(server_on_worker.status(), "rank 0 is a worker")) << server_on_worker.status().toString();
-  auto worker_on_server = AdamWorker::start(cluster->mesh[1], *cluster->store, layers, 1, soon);
+  auto worker_on_server = AdamWorker::start(cluster->mesh[1], *cluster->store, layers, 2, 1, soon);
   EXPECT_TRUE(contains(worker_on_server.status(), "rank 1 is a server")) << worker_on_server.status().toString();
-  auto no_server = AdamWorker::start(cluster->mesh[0], *cluster->store, layers, 2, soon);
+  auto no_server = AdamWorker::start(cluster->mesh[0], *cluster->store, layers, 2, 2, soon);
   EXPECT_TRUE(contains(no_server.status(), "leaving a rank for a server")) << no_server.status().toString();
-  const std::vector<AdamLayer> empty_rank = {{"fc", 4, 3, 0}};
-  auto bad_shape = AdamWorker::start(cluster->mesh[0], *cluster->store, empty_rank, 1, soon);
-  EXPECT_TRUE(contains(bad_shape.status(), "layer 0 'fc' is 4 x 3 with rank 0")) << bad_shape.status().toString();
-  EXPECT_EQ(AdamLayout::build(std::vector<AdamLayer>(kAdamMaxLayers + 1, {"x", 1, 1, 1}), 1, 1).status().code(),
+  const std::vector<model::Layer> empty_cols = {fc("fc", 4, 0)};
+  auto bad_shape = AdamWorker::start(cluster->mesh[0], *cluster->store, empty_cols, 2, 1, soon);
+  EXPECT_TRUE(contains(bad_shape.status(), "layer 0 'fc' is 4 x 0 with rank 2")) << bad_shape.status().toString();
+  auto no_batch = AdamWorker::start(cluster->mesh[0], *cluster->store, layers, 0, 1, soon);
+  EXPECT_TRUE(contains(no_batch.status(), "batch K = 0")) << no_batch.status().toString();
+  const std::vector<model::Layer> not_fc = {model::Layer::other("bn", 4, 4)};
+  EXPECT_EQ(AdamLayout::build(not_fc, 2, 1, 1).status().message(),
+            "Adam layer 0 'bn' is other, expected a fully-connected layer");
+  EXPECT_EQ(AdamLayout::build(std::vector<model::Layer>(kAdamMaxLayers + 1, fc("x", 1, 1)), 1, 1, 1).status().code(),
             StatusCode::kInvalidArgument);
-  const std::vector<AdamLayer> huge = {{"huge", SIZE_MAX / 2, 4, 1}};
-  EXPECT_TRUE(contains(AdamLayout::build(huge, 1, 1).status(), "too large")) << AdamLayout::build(huge, 1, 1).status().toString();
+  const std::vector<model::Layer> huge = {fc("huge", SIZE_MAX / 2, 4)};
+  EXPECT_TRUE(contains(AdamLayout::build(huge, 1, 1, 1).status(), "too large"))
+      << AdamLayout::build(huge, 1, 1, 1).status().toString();
 
   // The server was given other layers: the worker learns it from the store, naming the server.
-  const std::vector<AdamLayer> other = {{"fc", 4, 3, 3}};
+  // Here another batch K: the same layer, factors of another rank.
   Status server_status;
   std::thread server([&] {
-    auto started = AdamServer::start(cluster->mesh[1], *cluster->store, other, 1, Deadline::after(10s));
+    auto started = AdamServer::start(cluster->mesh[1], *cluster->store, layers, 3, 1, Deadline::after(10s));
     server_status = started.status();
   });
-  auto worker = AdamWorker::start(cluster->mesh[0], *cluster->store, layers, 1, Deadline::after(10s));
+  auto worker = AdamWorker::start(cluster->mesh[0], *cluster->store, layers, 2, 1, Deadline::after(10s));
   server.join();
   EXPECT_EQ(worker.status().code(), StatusCode::kInvalidArgument) << worker.status().toString();
   EXPECT_TRUE(contains(worker.status(), "Adam server 0 was given other Adam layers")) << worker.status().toString();

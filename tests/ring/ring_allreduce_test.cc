@@ -43,7 +43,7 @@ struct Ring {
   int size() const { return static_cast<int>(ranks.size()); }
 };
 
-Ring startRing(int size, const std::vector<RingLayer>& layers, const RingOptions& options) {
+Ring startRing(int size, const std::vector<model::Layer>& layers, const RingOptions& options) {
   auto mesh = testing::makeMesh(size, transport::DeviceOptions{}, "ring");
   if (!mesh) throw StatusError(mesh.status());
   Ring ring{std::move(*mesh), {}};
@@ -168,7 +168,7 @@ void expectTraffic(const Ring& ring, size_t layer, uint64_t floats, uint64_t cal
       EXPECT_EQ(t.received_messages, calls * 2 * static_cast<uint64_t>(p - 1));
     }
     if (floats % static_cast<uint64_t>(p) == 0 && floats > 0) {
-      auto model = trainer::ringNodeTraffic(trainer::LayerShape::other("l", static_cast<int64_t>(floats)), trainer::ClusterShape{p, p, 1});
+      auto model = trainer::ringNodeTraffic(model::Layer::other("l", floats), trainer::ClusterShape{p, p, 1});
       ASSERT_TRUE(model.isOk()) << model.status().toString();
       EXPECT_EQ(static_cast<double>(t.sent_bytes), model->sent_floats * sizeof(float) * static_cast<double>(calls));
       EXPECT_EQ(static_cast<double>(t.received_bytes),
@@ -219,8 +219,9 @@ TEST_P(RingSizes, SumsSmallAndUnevenLayersAndCountsLikeTheCostModel) {
                                     3000 * static_cast<uint64_t>(p),
                                     3000 * static_cast<uint64_t>(p) + 3,
                                     7 * static_cast<uint64_t>(p) + 1};
-  std::vector<RingLayer> layers;
-  for (size_t i = 0; i < sizes.size(); ++i) layers.push_back({"layer" + std::to_string(i), sizes[i]});
+  std::vector<model::Layer> layers;  // of one tensor each, priced and synced by their count
+  for (size_t i = 0; i < sizes.size(); ++i)
+    layers.push_back(model::Layer::other("layer" + std::to_string(i), sizes[i]));
   Ring ring = startRing(p, layers, options);
   constexpr int kCalls = 3;
   runRounds(ring, kCalls);
@@ -235,7 +236,7 @@ TEST_P(RingSizes, PipelinesSeveralMiBThroughTwoStagingSlots) {
   options.staging_slots = 2;  // every slot is reused hundreds of times per call
   const uint64_t big = (uint64_t{3} << 20) / sizeof(float) * static_cast<uint64_t>(p) / 2 + 5;  // ~1.5 MiB per rank x P
   const uint64_t even = (uint64_t{1} << 20) / sizeof(float) * static_cast<uint64_t>(p);
-  Ring ring = startRing(p, {{"big", big}, {"even", even}}, options);
+  Ring ring = startRing(p, {model::Layer::other("big", big), model::Layer::other("even", even)}, options);
   runRounds(ring, 2);
   expectTraffic(ring, 0, big, 2, options);
   expectTraffic(ring, 1, even, 2, options);
@@ -248,7 +249,7 @@ INSTANTIATE_TEST_SUITE_P(Workers, RingSizes, ::testing::Values(1, 2, 3, 4, 5),
                          });
 
 TEST(RingAllreduce, OneWorkerIsTheIdentity) {
-  Ring ring = startRing(1, {{"w", 10}}, RingOptions{});
+  Ring ring = startRing(1, {model::Layer::other("w", 10)}, RingOptions{});
   fill(*ring.ranks[0], 0, 0);
   ASSERT_TRUE(ring.ranks[0]->allreduce(0, Deadline::after(1s)).isOk());
   for (size_t i = 0; i < 10; ++i) EXPECT_EQ(ring.ranks[0]->buffer(0)[i], gradient(0, 0, 0, i));
@@ -262,17 +263,17 @@ TEST(RingAllreduce, RefusesBadOptionsAndIndices) {
   auto store = openStore(*mesh);
   RingOptions odd;
   odd.piece_bytes = 6;
-  auto started = RingAllreduce::start((*mesh)[0], *store, {{"w", 4}}, odd, Deadline::after(1s));
+  auto started = RingAllreduce::start((*mesh)[0], *store, {model::Layer::other("w", 4)}, odd, Deadline::after(1s));
   ASSERT_FALSE(started.isOk());
   EXPECT_EQ(started.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(started.status().message().find("piece_bytes 6"), std::string::npos) << started.status().toString();
   RingOptions no_slots;
   no_slots.staging_slots = 0;
-  started = RingAllreduce::start((*mesh)[0], *store, {{"w", 4}}, no_slots, Deadline::after(1s));
+  started = RingAllreduce::start((*mesh)[0], *store, {model::Layer::other("w", 4)}, no_slots, Deadline::after(1s));
   ASSERT_FALSE(started.isOk());
   EXPECT_NE(started.status().message().find("staging_slots 0"), std::string::npos) << started.status().toString();
 
-  started = RingAllreduce::start((*mesh)[0], *store, {{"w", 4}}, RingOptions{}, Deadline::after(1s));
+  started = RingAllreduce::start((*mesh)[0], *store, {model::Layer::other("w", 4)}, RingOptions{}, Deadline::after(1s));
   ASSERT_TRUE(started.isOk()) << started.status().toString();
   Status status = (*started)->allreduce(1, Deadline::after(1s));
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.toString();
@@ -287,7 +288,9 @@ TEST(RingAllreduce, NeighboursWithOtherLayersAreRefusedAtStart) {
     auto store = openStore(*mesh);
     const uint64_t floats = rank == 1 ? 101 : 100;
     statuses[static_cast<size_t>(rank)] =
-        RingAllreduce::start((*mesh)[rank], *store, {{"fc", floats}}, RingOptions{}, Deadline::after(10s)).status();
+        RingAllreduce::start((*mesh)[rank], *store, {model::Layer::other("fc", floats)}, RingOptions{},
+                             Deadline::after(10s))
+            .status();
   });
   for (int rank : {0, 2}) {  // rank 1's neighbours
     const Status& status = statuses[static_cast<size_t>(rank)];
@@ -299,7 +302,7 @@ TEST(RingAllreduce, NeighboursWithOtherLayersAreRefusedAtStart) {
 }
 
 TEST(RingAllreduce, CallsOfOneRankRunOneAtATimeInCallOrder) {
-  Ring ring = startRing(2, {{"a", 1000}, {"b", 3000}}, RingOptions{});
+  Ring ring = startRing(2, {model::Layer::other("a", 1000), model::Layer::other("b", 3000)}, RingOptions{});
   for (auto& r : ring.ranks) {
     fill(*r, 0, 0);
     fill(*r, 1, 0);
@@ -324,7 +327,7 @@ TEST(RingAllreduce, CallsOfOneRankRunOneAtATimeInCallOrder) {
 }
 
 TEST(RingAllreduce, ACallThatCannotGetItsTurnInTimeBreaksTheRing) {
-  Ring ring = startRing(2, {{"a", 10}, {"b", 10}}, RingOptions{});
+  Ring ring = startRing(2, {model::Layer::other("a", 10), model::Layer::other("b", 10)}, RingOptions{});
   Status a;
   std::thread first([&] { a = ring.ranks[0]->allreduce(0, Deadline::after(2s)); });  // rank 1 never calls
   std::this_thread::sleep_for(100ms);
@@ -344,7 +347,7 @@ TEST(RingAllreduce, ACallThatCannotGetItsTurnInTimeBreaksTheRing) {
 TEST(RingAllreduce, APeerThatNeverCallsFailsTheOthersByTheDeadlineNamingIt) {
   constexpr int kRanks = 3;
   constexpr int kSilent = 2;
-  Ring ring = startRing(kRanks, {{"fc", 3000}}, RingOptions{});
+  Ring ring = startRing(kRanks, {model::Layer::other("fc", 3000)}, RingOptions{});
   std::vector<Status> statuses(kRanks);
   std::vector<double> seconds(kRanks);
   constexpr auto kDeadline = 1500ms;
@@ -381,7 +384,7 @@ TEST(RingAllreduce, APeerWhosePairsCloseFailsTheOthersPromptlyNamingIt) {
   constexpr int kGone = 3;
   RingOptions options;
   options.piece_bytes = 4096;
-  Ring ring = startRing(kRanks, {{"conv", 200000}}, options);
+  Ring ring = startRing(kRanks, {model::Layer::other("conv", 200000)}, options);
   runRounds(ring, 1);
   std::vector<Status> statuses(kRanks);
   std::vector<double> seconds(kRanks);
@@ -413,11 +416,17 @@ TEST(RingAllreduce, AnUnexpectedImmediateIsAProtocolErrorNamingThePeer) {
   ASSERT_TRUE(mesh.isOk()) << mesh.status().toString();
   auto store = openStore(*mesh);
   RingOptions options;
-  const std::vector<RingLayer> layers{{"fc", 64}};
+  // An 8 x 8 FC layer with a bias: the ring syncs (and publishes) its 64 weight floats only.
+  const std::vector<model::Layer> layers{model::Layer::fullyConnected("fc", 8, 8, true)};
   testing::Buffer data = testing::makeBuffer((*mesh)[1], 64 * sizeof(float));
   testing::Buffer staging = testing::makeBuffer((*mesh)[1], options.piece_bytes * options.staging_slots);
-  const RingSetup fake{
-      2, 1, data.region->remote(), staging.region->remote(), options.piece_bytes, options.staging_slots, layers};
+  const RingSetup fake{2,
+                       1,
+                       data.region->remote(),
+                       staging.region->remote(),
+                       options.piece_bytes,
+                       options.staging_slots,
+                       publishedLayers(layers)};
   ASSERT_TRUE(store->set(ringSetupKey(options.name, (*mesh)[1].name(), 1), fake.serialize()).isOk());
 
   auto ring = RingAllreduce::start((*mesh)[0], *store, layers, options, Deadline::after(10s));
@@ -426,6 +435,7 @@ TEST(RingAllreduce, AnUnexpectedImmediateIsAProtocolErrorNamingThePeer) {
   ASSERT_TRUE(published.isOk());
   auto setup0 = RingSetup::parse("rank 0", *published);
   ASSERT_TRUE(setup0.isOk()) << setup0.status().toString();
+  EXPECT_EQ(setup0->layers, (std::vector<PublishedLayer>{{"fc", 64}}));
   auto wrong = (*mesh)[1].pair(0).write(*data.region, 0, setup0->staging, 0, 32 * sizeof(float),
                                         ringPieceImm(RingImmType::kReduce, /*layer=*/5, 0, 0));
   ASSERT_TRUE(wrong->wait(Deadline::after(5s)).isOk());

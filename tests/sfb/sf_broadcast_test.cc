@@ -38,8 +38,13 @@ using kernels::ElementRule;
 
 constexpr auto kLong = std::chrono::seconds(60);
 
-const std::vector<SfLayer> kLayers = {
-    {"fc_a", 37, 53, 5}, {"fc_b", 128, 64, 8}, {"fc_c", 1, 19, 3}, {"fc_d", 23, 1, 1}, {"fc_e", 9, 7, 2}};
+// Model layers (fully connected, no bias: SFB syncs the weight) of thin and square shapes, and
+// the batch K every worker's factors have.
+const std::vector<model::Layer> kLayers = {
+    model::Layer::fullyConnected("fc_a", 37, 53, false), model::Layer::fullyConnected("fc_b", 128, 64, false),
+    model::Layer::fullyConnected("fc_c", 1, 19, false), model::Layer::fullyConnected("fc_d", 23, 1, false),
+    model::Layer::fullyConnected("fc_e", 9, 7, false)};
+constexpr size_t kBatch = 5;
 
 bool contains(const Status& status, const std::string& text) {
   return status.message().find(text) != std::string::npos;
@@ -55,9 +60,13 @@ void fillFactors(int worker, size_t layer, uint64_t t, std::span<float> u, std::
 
 // One layer's weights and optimizer state on one worker, plus worker 0's copy from before a step.
 struct LayerData {
-  explicit LayerData(const SfLayer& layer, size_t index)
-      : params(layer.rows * layer.cols), state0(params.size()), state1(params.size()), before0(params.size()),
-        before1(params.size()), before2(params.size()) {
+  explicit LayerData(const model::Layer& layer, size_t index)
+      : params(layer.fc().rows * layer.fc().cols),
+        state0(params.size()),
+        state1(params.size()),
+        before0(params.size()),
+        before1(params.size()),
+        before2(params.size()) {
     std::mt19937 gen(static_cast<uint32_t>(31 * index + 5));  // the same on every worker
     std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
     for (float& w : params) w = uniform(gen);
@@ -88,30 +97,30 @@ void expectOk(const Status& status, const std::string& what) {
 // made again, G[i][j] = sum_p sum_k U_p[i][k] V_p[j][k] summed exactly in double (each product of
 // two floats is exact there), and the explicit update applied to the values before the step.
 void checkStep(ElementRule rule, int workers, size_t l, uint64_t t, const LayerData& data) {
-  const SfLayer& layer = kLayers[l];
+  const model::Layer& layer = kLayers[l];
+  const size_t rows = layer.fc().rows, cols = layer.fc().cols, rank = kBatch;
   std::vector<std::vector<float>> us(static_cast<size_t>(workers)), vs(us.size());
   for (int p = 0; p < workers; ++p) {
-    us[static_cast<size_t>(p)].resize(layer.rows * layer.rank);
-    vs[static_cast<size_t>(p)].resize(layer.cols * layer.rank);
+    us[static_cast<size_t>(p)].resize(rows * rank);
+    vs[static_cast<size_t>(p)].resize(cols * rank);
     fillFactors(p, l, t, us[static_cast<size_t>(p)], vs[static_cast<size_t>(p)]);
   }
   const kernels::ExactSums sums = [&](size_t i) {
-    const size_t row = i / layer.cols, col = i % layer.cols;
+    const size_t row = i / cols, col = i % cols;
     double sum = 0, sum_abs = 0;
     for (size_t p = 0; p < us.size(); ++p) {
-      for (size_t k = 0; k < layer.rank; ++k) {
-        const double term = double{us[p][row * layer.rank + k]} * double{vs[p][col * layer.rank + k]};
+      for (size_t k = 0; k < rank; ++k) {
+        const double term = double{us[p][row * rank + k]} * double{vs[p][col * rank + k]};
         sum += term;
         sum_abs += std::abs(term);
       }
     }
     return std::pair<double, double>{sum, sum_abs};
   };
-  kernels::expectMatchesReference(rule, kernels::testStep(rule, workers, t), data.params.size(),
-                                  static_cast<size_t>(workers) * layer.rank, sums,
-                                  {data.before0.data(), data.before1.data(), data.before2.data()},
-                                  {data.params.data(), data.state0.data(), data.state1.data()},
-                                  layer.name + " step " + std::to_string(t));
+  kernels::expectMatchesReference(
+      rule, kernels::testStep(rule, workers, t), data.params.size(), static_cast<size_t>(workers) * rank, sums,
+      {data.before0.data(), data.before1.data(), data.before2.data()},
+      {data.params.data(), data.state0.data(), data.state1.data()}, layer.name() + " step " + std::to_string(t));
 }
 
 struct TrainCase {
@@ -133,7 +142,7 @@ TEST_P(SfBroadcastTraining, ReplicasStayIdenticalMatchTheReferenceAndCountTheMod
   const Deadline deadline = Deadline::after(kLong);
 
   auto work = [&](int w) {
-    auto started = SfBroadcast::start(env.mesh[w], *env.store, kLayers, deadline);
+    auto started = SfBroadcast::start(env.mesh[w], *env.store, kLayers, kBatch, deadline);
     if (!started) return expectOk(started.status(), "start on rank " + std::to_string(w));
     SfBroadcast& sfb = **started;
     std::vector<LayerData> data;
@@ -163,13 +172,14 @@ TEST_P(SfBroadcastTraining, ReplicasStayIdenticalMatchTheReferenceAndCountTheMod
           }
           const Status updated = sfb.update(l, d.params.data(), d.state0.data(), d.state1.data(),
                                             kernels::testStep(rule, workers, t), kernels::Place::cpu(), deadline);
-          expectOk(updated, "update of " + kLayers[l].name);
+          expectOk(updated, "update of " + kLayers[l].name());
           if (!updated.isOk()) return;
           if (w == 0) checkStep(rule, workers, l, t, d);
         }
         if (t == kMidCheck) {
           for (size_t l : mine) {
-            expectOk(trainer::checkReplicas(*env.store, "mid/" + kLayers[l].name, w, workers, t + 1, data[l].params, deadline),
+            expectOk(trainer::checkReplicas(*env.store, "mid/" + kLayers[l].name(), w, workers, t + 1, data[l].params,
+                                            deadline),
                      "mid-run replica check");
           }
         }
@@ -180,29 +190,31 @@ TEST_P(SfBroadcastTraining, ReplicasStayIdenticalMatchTheReferenceAndCountTheMod
     other.join();
 
     for (size_t l = 0; l < kLayers.size(); ++l) {
-      const SfLayer& layer = kLayers[l];
+      const model::Layer& layer = kLayers[l];
       EXPECT_EQ(sfb.iteration(l), kIterations);
-      expectOk(trainer::checkReplicas(*env.store, layer.name + "/params", w, workers, kIterations, data[l].params, deadline),
+      expectOk(trainer::checkReplicas(*env.store, layer.name() + "/params", w, workers, kIterations, data[l].params,
+                                      deadline),
                "params");
-      expectOk(trainer::checkReplicas(*env.store, layer.name + "/state0", w, workers, kIterations, data[l].state0, deadline),
+      expectOk(trainer::checkReplicas(*env.store, layer.name() + "/state0", w, workers, kIterations, data[l].state0,
+                                      deadline),
                "state0");
-      expectOk(trainer::checkReplicas(*env.store, layer.name + "/state1", w, workers, kIterations, data[l].state1, deadline),
+      expectOk(trainer::checkReplicas(*env.store, layer.name() + "/state1", w, workers, kIterations, data[l].state1,
+                                      deadline),
                "state1");
       // Every worker's traffic is the cost model's per-node count, n times, to the byte.
-      auto model = trainer::sfbNodeTraffic(
-          trainer::LayerShape::fullyConnected(layer.name, static_cast<int64_t>(layer.rows), static_cast<int64_t>(layer.cols)),
-          trainer::ClusterShape{workers, workers, static_cast<int64_t>(layer.rank)});
+      auto model =
+          trainer::sfbNodeTraffic(layer, trainer::ClusterShape{workers, workers, static_cast<int64_t>(kBatch)});
       ASSERT_TRUE(model) << model.status().toString();
       const scheme::Traffic expected{kIterations, static_cast<uint64_t>(model->sent_floats * 4) * kIterations,
                                   static_cast<uint64_t>(model->sent_messages) * kIterations,
                                   static_cast<uint64_t>(model->received_floats * 4) * kIterations,
                                   static_cast<uint64_t>(model->received_messages) * kIterations};
       const scheme::Traffic got = sfb.traffic(l);
-      EXPECT_EQ(got.syncs, expected.syncs) << layer.name << " on rank " << w;
-      EXPECT_EQ(got.sent_bytes, expected.sent_bytes) << layer.name << " on rank " << w;
-      EXPECT_EQ(got.sent_messages, expected.sent_messages) << layer.name << " on rank " << w;
-      EXPECT_EQ(got.received_bytes, expected.received_bytes) << layer.name << " on rank " << w;
-      EXPECT_EQ(got.received_messages, expected.received_messages) << layer.name << " on rank " << w;
+      EXPECT_EQ(got.syncs, expected.syncs) << layer.name() << " on rank " << w;
+      EXPECT_EQ(got.sent_bytes, expected.sent_bytes) << layer.name() << " on rank " << w;
+      EXPECT_EQ(got.sent_messages, expected.sent_messages) << layer.name() << " on rank " << w;
+      EXPECT_EQ(got.received_bytes, expected.received_bytes) << layer.name() << " on rank " << w;
+      EXPECT_EQ(got.received_messages, expected.received_messages) << layer.name() << " on rank " << w;
       EXPECT_EQ(static_cast<int64_t>(got.sent_messages + got.received_messages),
                 model->messages() * static_cast<int64_t>(kIterations));  // 2(P1 - 1) per iteration
     }
@@ -231,7 +243,7 @@ struct OneLayer {
   LayerData data;
 };
 
-const std::vector<SfLayer> kOneLayer = {kLayers[0]};
+const std::vector<model::Layer> kOneLayer = {kLayers[0]};
 
 TEST(SfBroadcastFailures, PeerThatNeverBroadcastsTimesOutNamingItAndTheLayerThenRecovers) {
   TestMesh env(3);
@@ -239,7 +251,7 @@ TEST(SfBroadcastFailures, PeerThatNeverBroadcastsTimesOutNamingItAndTheLayerThen
   constexpr auto kShort = std::chrono::milliseconds(300);
   std::barrier timed_out(3);
   auto work = [&](int w) {
-    auto sfb = SfBroadcast::start(env.mesh[w], *env.store, kOneLayer, deadline);
+    auto sfb = SfBroadcast::start(env.mesh[w], *env.store, kOneLayer, kBatch, deadline);
     if (!sfb) return expectOk(sfb.status(), "start");
     OneLayer layer;
     if (w != 2) {  // rank 2 stays silent until the others have timed out
@@ -280,7 +292,7 @@ TEST(SfBroadcastFailures, BrokenPeerFailsTheUpdatePromptlyNamingIt) {
     std::vector<std::thread> threads;
     for (int w = 0; w < 3; ++w) {
       threads.emplace_back([&, w] {
-        auto started = SfBroadcast::start(env.mesh[w], *env.store, kOneLayer, deadline);
+        auto started = SfBroadcast::start(env.mesh[w], *env.store, kOneLayer, kBatch, deadline);
         if (!started) return expectOk(started.status(), "start");
         sfbs[static_cast<size_t>(w)] = std::move(*started);
       });
@@ -317,7 +329,7 @@ TEST(SfBroadcastFailures, BroadcastBeforeTheUpdateOfTheIterationIsRefused) {
   TestMesh env(2);
   const Deadline deadline = Deadline::after(kLong);
   auto work = [&](int w) {
-    auto started = SfBroadcast::start(env.mesh[w], *env.store, kOneLayer, deadline);
+    auto started = SfBroadcast::start(env.mesh[w], *env.store, kOneLayer, kBatch, deadline);
     if (!started) return expectOk(started.status(), "start");
     SfBroadcast& sfb = **started;
     OneLayer layer;
@@ -361,19 +373,27 @@ TEST(SfBroadcastFailures, BroadcastBeforeTheUpdateOfTheIterationIsRefused) {
 }
 
 TEST(SfBroadcastStart, RefusesBadLayersAndPeersGivenOtherLayers) {
-  EXPECT_EQ(SfSlotLayout::build(std::vector<SfLayer>{{"w", 3, 0, 2}}, 2).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(SfSlotLayout::build(std::vector<SfLayer>{}, 2).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(SfSlotLayout::build(kLayers, 0).status().code(), StatusCode::kInvalidArgument);
-  const auto huge = SfSlotLayout::build(std::vector<SfLayer>{{"huge", SIZE_MAX / 2, SIZE_MAX / 2, 4}}, 2);
+  const std::vector<model::Layer> empty_cols = {model::Layer::fullyConnected("w", 3, 0, false)};
+  EXPECT_EQ(SfSlotLayout::build(empty_cols, 2, 2).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SfSlotLayout::build(std::vector<model::Layer>{}, 2, 2).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SfSlotLayout::build(kLayers, kBatch, 0).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SfSlotLayout::build(kLayers, 0, 2).status().message(),
+            "SFB needs a batch K >= 1 (the factors' rank), got 0");
+  const std::vector<model::Layer> conv = {kLayers[0], model::Layer::other("bn", 10, 10)};
+  EXPECT_EQ(SfSlotLayout::build(conv, kBatch, 2).status().message(),
+            "SFB layer 1 'bn' is other, expected a fully-connected layer (only those have sufficient factors)");
+  const std::vector<model::Layer> huge_layer = {
+      model::Layer::fullyConnected("huge", SIZE_MAX / 2, SIZE_MAX / 2, false)};
+  const auto huge = SfSlotLayout::build(huge_layer, 4, 2);
   EXPECT_TRUE(contains(huge.status(), "'huge'")) << huge.status().toString();
 
   TestMesh env(2);
   const Deadline deadline = Deadline::after(std::chrono::seconds(20));
-  std::vector<SfLayer> other = kOneLayer;
-  other[0].rank += 1;  // rank 1 was configured with another batch size
+  // Rank 1 was configured with another batch size.
   Status statuses[2];
-  std::thread one([&] { statuses[1] = SfBroadcast::start(env.mesh[1], *env.store, other, deadline).status(); });
-  statuses[0] = SfBroadcast::start(env.mesh[0], *env.store, kOneLayer, deadline).status();
+  std::thread one(
+      [&] { statuses[1] = SfBroadcast::start(env.mesh[1], *env.store, kOneLayer, kBatch + 1, deadline).status(); });
+  statuses[0] = SfBroadcast::start(env.mesh[0], *env.store, kOneLayer, kBatch, deadline).status();
   one.join();
   EXPECT_EQ(statuses[0].code(), StatusCode::kInvalidArgument) << statuses[0].toString();
   EXPECT_TRUE(contains(statuses[0], "rank 1 was given other SFB layers")) << statuses[0].toString();
@@ -384,7 +404,7 @@ TEST(SfBroadcastStart, RefusesBadLayersAndPeersGivenOtherLayers) {
 // bytes and overlaps no other slot of the same owner.
 TEST(SfBroadcastStart, SlotsLieApartInsideTheReceiveBuffer) {
   for (int workers = 1; workers <= 4; ++workers) {
-    auto layout = SfSlotLayout::build(kLayers, workers);
+    auto layout = SfSlotLayout::build(kLayers, kBatch, workers);
     ASSERT_TRUE(layout) << layout.status().toString();
     for (int owner = 0; owner < workers; ++owner) {
       std::vector<std::pair<size_t, size_t>> ranges;
@@ -424,7 +444,7 @@ class SfBroadcastRogue : public ::testing::TestWithParam<RogueCase> {};
 
 TEST_P(SfBroadcastRogue, RogueImmediateIsRefusedNamingThePeer) {
   const RogueCase& rogue = GetParam();
-  const std::vector<SfLayer> layers = {kLayers[0], kLayers[4]};
+  const std::vector<model::Layer> layers = {kLayers[0], kLayers[4]};
   TestMesh env(2);
   const Deadline deadline = Deadline::after(kLong);
   std::barrier injected(2);
@@ -450,7 +470,7 @@ TEST_P(SfBroadcastRogue, RogueImmediateIsRefusedNamingThePeer) {
     return Status::ok();
   };
   auto work = [&](int w) {
-    auto started = SfBroadcast::start(env.mesh[w], *env.store, layers, deadline);
+    auto started = SfBroadcast::start(env.mesh[w], *env.store, layers, kBatch, deadline);
     if (w == 1) expectOk(started.isOk() ? inject() : started.status(), "injecting the rogue immediates");
     injected.arrive_and_wait();
     if (!started) return expectOk(started.status(), "start");

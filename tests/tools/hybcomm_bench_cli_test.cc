@@ -1,4 +1,4 @@
-// poseidon-hybcomm-bench as a user meets it: the layer spec parses the VGG19-22K default and
+// poseidon-hybcomm-bench as a user meets it: its --layers model spec parses the VGG19-22K default and
 // names the bad part of a bad one; bad command lines exit 2 naming the option and the value; a
 // rank in the wrong role or a job of the wrong size exits 1 naming the job's layout. Nothing here
 // reaches the network.
@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "model/spec.h"
 #include "tests/support/process.h"
-#include "tools/hybcomm/layer_spec.h"
+#include "tools/hybcomm/bench_options.h"
 
 namespace poseidon::tools {
 namespace {
@@ -28,49 +29,49 @@ std::vector<std::string> job(std::vector<std::string> extra) {
   return args;
 }
 
+// --layers is a model spec (model/spec.h); the language itself is tested in tests/model.
 TEST(HybCommLayerSpec, DefaultIsVgg19_22kFcOverFour) {
-  auto layers = parseLayerSpec(kDefaultLayerSpec);
-  ASSERT_TRUE(layers) << layers.status().toString();
-  ASSERT_EQ(layers->size(), 3u);
-  const int64_t expected[3][2] = {{1024, 6272}, {1024, 1024}, {5460, 1024}};
+  auto model = model::parseModelSpec(kDefaultLayerSpec);
+  ASSERT_TRUE(model) << model.status().toString();
+  ASSERT_EQ(model->layers().size(), 3u);
+  const uint64_t expected[3][2] = {{1024, 6272}, {1024, 1024}, {5460, 1024}};
   const char* names[3] = {"fc6", "fc7", "fc8"};
   for (size_t l = 0; l < 3; ++l) {
-    EXPECT_EQ((*layers)[l].name, names[l]);
-    EXPECT_TRUE((*layers)[l].isFullyConnected());
-    EXPECT_EQ((*layers)[l].m, expected[l][0]);
-    EXPECT_EQ((*layers)[l].n, expected[l][1]);
+    const model::Layer& layer = model->layers()[l];
+    EXPECT_EQ(layer.name(), names[l]);
+    EXPECT_TRUE(layer.isFullyConnected());
+    EXPECT_EQ(layer.fc(), (model::FcShape{expected[l][0], expected[l][1], false}));
   }
+  EXPECT_EQ(model->batch(), 1u);  // none set: the benchmark's K is then --batch's default
 }
 
 TEST(HybCommLayerSpec, SectionsKeepTheOrderWritten) {
-  auto layers = parseLayerSpec("other:conv=1000;fc:a=3x4;other:bn=7");
-  ASSERT_TRUE(layers) << layers.status().toString();
-  ASSERT_EQ(layers->size(), 3u);
-  EXPECT_EQ((*layers)[0].name, "conv");
-  EXPECT_FALSE((*layers)[0].isFullyConnected());
-  EXPECT_EQ((*layers)[0].params, 1000);
-  EXPECT_EQ((*layers)[1].denseFloats(), 12);
-  EXPECT_EQ((*layers)[2].params, 7);
+  auto model = model::parseModelSpec("other:conv=1000;fc:a=3x4;other:bn=7");
+  ASSERT_TRUE(model) << model.status().toString();
+  const auto& layers = model->layers();
+  ASSERT_EQ(layers.size(), 3u);
+  EXPECT_EQ(layers[0].name(), "conv");
+  EXPECT_FALSE(layers[0].isFullyConnected());
+  EXPECT_EQ(layers[0].params(), 1000u);
+  EXPECT_EQ(layers[1].denseFloats(), 12u);
+  EXPECT_EQ(layers[2].params(), 7u);
 }
 
 TEST(HybCommLayerSpec, ErrorsNameTheBadPart) {
   const std::pair<const char*, const char*> cases[] = {
       {"", "names no layer"},
-      {"fc:a=3y4", "'a=3y4' is not <name>=<M>x<N>"},
+      {"fc:a=3y4", "'a=3y4' is not <name>=<M>x<N>[+bias]"},
       {"fc:a=3x0", "'0' is not a positive integer"},
-      {"fc:a=3x-4", "'-4' is not a positive integer"},
       {"other:b=x", "'x' is not a positive integer"},
-      {"other:=5", "'=5' is not <name>=<parameters>"},
-      {"conv:a=1", "section 'conv:a=1'"},
       {"fc:", "section 'fc:' lists no layers"},
       {"fc:a=2x2;other:a=3", "layer 'a' is named twice"},
       {"fc:a=99999999999x99999999999", "exceeds 2^53"},
   };
   for (const auto& [spec, expected] : cases) {
-    auto layers = parseLayerSpec(spec);
-    ASSERT_FALSE(layers) << spec;
-    EXPECT_NE(layers.status().message().find(expected), std::string::npos)
-        << "expected '" << expected << "' in: " << layers.status().message();
+    auto model = model::parseModelSpec(spec);
+    ASSERT_FALSE(model) << spec;
+    EXPECT_NE(model.status().message().find(expected), std::string::npos)
+        << "expected '" << expected << "' in: " << model.status().message();
   }
 }
 
@@ -90,11 +91,14 @@ TEST(HybCommBenchCli, BadValuesExitTwoNamingTheOption) {
   };
   const std::vector<Case> cases = {
       {{"--rank", "0", "--size", "3"}, "--workers"},  // required
-      {job({"--rank", "0", "--size", "3", "--layers", "fc:a=3y4"}), "--layers: layers 'fc:a=3y4'"},
+      {job({"--rank", "0", "--size", "3", "--layers", "fc:a=3y4"}), "--layers: model 'fc:a=3y4'"},
       {job({"--rank", "0", "--size", "3", "--mode", "fastest"}), "fastest"},
       {job({"--rank", "0", "--size", "3", "--mode", "adam", "--adam-servers", "0"}), "--mode adam needs"},
       {job({"--rank", "0", "--size", "3", "--mode", "sfb", "--layers", "other:a=10"}), "applies to none"},
       {job({"--rank", "0", "--size", "3", "--batch", "0"}), "--batch"},
+      // Without --batch, K is the spec's own batch: checked against the same limit.
+      {job({"--rank", "0", "--size", "3", "--layers", "fc:a=3x4;batch=2000000"}),
+       "batch K = 2000000 of model 'fc:a=3x4;batch=2000000' exceeds 1048576"},
       {job({"--rank", "0", "--size", "3", "--optimizer", "sum"}), "--optimizer sum"},
       {job({"--rank", "0", "--size", "3", "--role", "chief"}), "chief"},
       {job({"--rank", "0", "--size", "3", "--drift-margin", "0"}), "--drift-margin"},

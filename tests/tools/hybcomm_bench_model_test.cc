@@ -7,7 +7,6 @@
 namespace poseidon::tools {
 namespace {
 
-using trainer::LayerShape;
 using scheme::Scheme;
 
 constexpr size_t kPs = static_cast<size_t>(scheme::Scheme::kPs);
@@ -16,7 +15,7 @@ constexpr size_t kAdam = static_cast<size_t>(scheme::Scheme::kAdam);
 constexpr size_t kRing = static_cast<size_t>(scheme::Scheme::kRing);
 
 // M = N = 1000, K = 10, P1 = 4, P2 = 2: X = 1e6 floats, one worker's factors K(M+N) = 2e4 floats.
-const LayerShape kFc = LayerShape::fullyConnected("fc", 1000, 1000);
+const model::Layer kFc = model::Layer::fullyConnected("fc", 1000, 1000, false);
 const trainer::ClusterShape kCluster{4, 2, 10};
 constexpr double kGigabyte = 8e9;  // bits/s of 1e9 bytes/s
 
@@ -40,7 +39,7 @@ TEST(HybBenchModel, CommonLinkPricesTheBusiestNode) {
 }
 
 TEST(HybBenchModel, OtherLayersHaveNoSfbOrAdam) {
-  const auto t = modelSeconds(LayerShape::other("conv", 1000000), kCluster, {kGigabyte, 0, 0, false});
+  const auto t = modelSeconds(model::Layer::other("conv", 1000000), kCluster, {kGigabyte, 0, 0, false});
   EXPECT_EQ(t[kSfb], -1);
   EXPECT_EQ(t[kAdam], -1);
   EXPECT_DOUBLE_EQ(t[kPs], 8e-3);

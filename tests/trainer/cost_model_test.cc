@@ -12,7 +12,7 @@ namespace poseidon::trainer {
 namespace {
 
 // AlexNet's fc6 -> fc7 weight ([Poseidon 2015] section 4.3.1): M = N = 4096, batch K = 256, 4 nodes.
-const LayerShape kAlexNetFc7 = LayerShape::fullyConnected("fc7", 4096, 4096);
+const model::Layer kAlexNetFc7 = model::Layer::fullyConnected("fc7", 4096, 4096, false);
 constexpr ClusterShape kFourNodes{4, 4, 256};
 
 NodeTraffic ok(const Result<NodeTraffic>& traffic) {
@@ -45,7 +45,7 @@ TEST(CostModel, Poseidon2015WorkedExampleTotals) {
 TEST(CostModel, Poseidon2015TotalsAreWhatTheyCount) {
   for (int p : {2, 3, 4, 6}) {
     const auto factors = sim::randomFactors(p, 4, 6, 3, 7u + static_cast<uint32_t>(p));
-    const LayerShape fc = LayerShape::fullyConnected("fc", 4, 6);
+    const model::Layer fc = model::Layer::fullyConnected("fc", 4, 6, false);
     auto totals = poseidon2015Totals(fc, {p, 1, 3});
     ASSERT_TRUE(totals.isOk());
     const auto ps = sim::simulatePs(factors, 1, /*dedicated_servers=*/true);
@@ -77,14 +77,14 @@ void expectEveryWorkerHasTheSum(const sim::Outcome& outcome, const std::vector<d
 
 // One point of the sweep: a layer on a cluster, each worker's factors, and their sum.
 struct SweepCase {
-  LayerShape fc;
+  model::Layer fc;
   ClusterShape cluster;
   sim::Factors factors;
   std::vector<double> sum;
   std::string what;
 
   int workers() const { return static_cast<int>(cluster.workers); }
-  int64_t floats() const { return fc.m * fc.n; }
+  int64_t floats() const { return static_cast<int64_t>(fc.denseFloats()); }
 };
 
 void checkSfb(const SweepCase& c) {
@@ -161,7 +161,10 @@ TEST(CostModel, FormulasMatchASimulatedIterationAcrossP1P2AndK) {
         for (const auto& [m, n] : shapes) {
           auto factors = sim::randomFactors(static_cast<int>(p1), m, n, k, static_cast<uint32_t>(cases++));
           auto sum = sim::summedGradient(factors);
-          const SweepCase c{LayerShape::fullyConnected("fc", m, n), {p1, p2, k}, std::move(factors), std::move(sum),
+          const SweepCase c{model::Layer::fullyConnected("fc", m, n, false),
+                            {p1, p2, k},
+                            std::move(factors),
+                            std::move(sum),
                             fmt::format("P1 {} P2 {} K {} M {} N {}", p1, p2, k, m, n)};
           checkSfb(c);
           checkAdam(c);
@@ -175,7 +178,7 @@ TEST(CostModel, FormulasMatchASimulatedIterationAcrossP1P2AndK) {
 }
 
 TEST(CostModel, OtherLayersArePricedByTheirParametersAndHaveNoFactors) {
-  const LayerShape conv = LayerShape::other("conv1", 1792);
+  const model::Layer conv = model::Layer::other("conv1", 1792);
   EXPECT_EQ(ok(psNodeTraffic(conv, {4, 4, 32})).floats(), 2.0 * 1792 * 6 / 4);
   EXPECT_EQ(ok(ringNodeTraffic(conv, {4, 4, 32})).floats(), 4.0 * 1792 * 3 / 4);
   auto sfb = sfbNodeTraffic(conv, {4, 4, 32});
@@ -183,6 +186,18 @@ TEST(CostModel, OtherLayersArePricedByTheirParametersAndHaveNoFactors) {
   EXPECT_NE(sfb.status().message().find("'conv1' is not fully connected"), std::string::npos) << sfb.status().message();
   EXPECT_FALSE(adamServerTraffic(conv, {4, 4, 32}).isOk());
   EXPECT_FALSE(poseidon2015Totals(conv, {4, 4, 32}).isOk());
+}
+
+// The papers price an FC layer's weight only: its bias (M floats) changes no count.
+TEST(CostModel, AnFcBiasIsNotPriced) {
+  const model::Layer with_bias = model::Layer::fullyConnected("fc7", 4096, 4096, true);
+  for (scheme::Scheme scheme :
+       {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kAdam, scheme::Scheme::kRing}) {
+    EXPECT_EQ(ok(busiestNodeTraffic(scheme, with_bias, kFourNodes)).floats(),
+              ok(busiestNodeTraffic(scheme, kAlexNetFc7, kFourNodes)).floats())
+        << scheme::schemeName(scheme);
+  }
+  EXPECT_EQ(ok(psNodeTraffic(with_bias, kFourNodes)).floats(), 50'331'648.0);
 }
 
 TEST(CostModel, OneWorkerMovesNothing) {
@@ -196,14 +211,13 @@ TEST(CostModel, BadInputIsNamed) {
   EXPECT_EQ(message(psNodeTraffic(kAlexNetFc7, {0, 4, 256})), "workers P1 = 0, expected >= 1");
   EXPECT_EQ(message(psNodeTraffic(kAlexNetFc7, {4, -1, 256})), "servers P2 = -1, expected >= 1");
   EXPECT_EQ(message(sfbNodeTraffic(kAlexNetFc7, {4, 4, 0})), "batch K = 0 per worker, expected >= 1");
-  EXPECT_EQ(message(sfbNodeTraffic(LayerShape::fullyConnected("fc", 0, 5), kFourNodes)),
-            "FC layer 'fc' is 0 x 5, expected M >= 1 and N >= 1");
-  EXPECT_EQ(message(psNodeTraffic(LayerShape::fullyConnected("fc", 4, 5, 5), kFourNodes)),
-            "FC layer 'fc' has bias 5, expected 0 or M = 4");
-  EXPECT_EQ(message(psNodeTraffic(LayerShape::fullyConnected("huge", int64_t{1} << 30, int64_t{1} << 30), kFourNodes)),
-            "FC layer 'huge' of 1073741824 x 1073741824 exceeds 2^53 weights");
-  EXPECT_EQ(message(psNodeTraffic(LayerShape::other("bn", 0), kFourNodes)),
-            "layer 'bn' has 0 parameters, expected 1..2^53");
+  EXPECT_EQ(message(sfbNodeTraffic(model::Layer::fullyConnected("fc", 0, 5, false), kFourNodes)),
+            "fc layer 'fc' is 0 x 5, expected M >= 1 and N >= 1");
+  EXPECT_EQ(message(psNodeTraffic(model::Layer::fullyConnected("huge", uint64_t{1} << 30, uint64_t{1} << 30, false),
+                                  kFourNodes)),
+            "fc layer 'huge': tensor 'huge.weight' of 1073741824 x 1073741824 exceeds 2^53 floats");
+  EXPECT_EQ(message(psNodeTraffic(model::Layer::other("bn", 0), kFourNodes)),
+            "layer 'bn': tensor 'bn' has 0 floats, expected >= 1");
   EXPECT_EQ(psNodeTraffic(kAlexNetFc7, {0, 4, 256}).status().code(), StatusCode::kInvalidArgument);
 }
 

@@ -8,17 +8,17 @@
 #include <mutex>
 #include <thread>
 
-#include "trainer/hybcomm/paper_workloads.h"
+#include "model/zoo.h"
 #include "trainer/hybcomm/hybcomm.h"
 
 namespace poseidon::trainer {
 namespace {
 
-using trainer::LayerShape;
 using scheme::Scheme;
 
-const std::vector<LayerShape> kLayers = {LayerShape::other("conv1", 1728), LayerShape::fullyConnected("fc6", 512, 256),
-                                         LayerShape::fullyConnected("fc7", 64, 64)};
+const std::vector<model::Layer> kLayers = {model::Layer::other("conv1", 1728),
+                                           model::Layer::fullyConnected("fc6", 512, 256, false),
+                                           model::Layer::fullyConnected("fc7", 64, 64, false)};
 const trainer::ClusterShape kCluster{4, 4, 32};
 
 // One worker: agreement is the identity.
@@ -51,13 +51,12 @@ TEST(HybComm, ClosedFormIsThePapersChoice) {
 }
 
 TEST(HybComm, ClosedFormOnVgg19PutsConvOnThePsAndFcOnSfb) {
-  const auto workload = trainer::vgg19Workload();
-  ASSERT_TRUE(workload.isOk()) << workload.status().toString();
-  auto hybcomm = HybComm::create(workload->layers, {8, 8, workload->batch_per_node}, {});
+  const model::Model vgg19 = model::vgg19();
+  auto hybcomm = HybComm::create(vgg19.layers(), {8, 8, static_cast<int64_t>(vgg19.batch())}, {});
   ASSERT_TRUE(hybcomm.isOk()) << hybcomm.status().toString();
   for (size_t l = 0; l < hybcomm->layerCount(); ++l) {
     EXPECT_EQ(hybcomm->scheme(l), hybcomm->layer(l).isFullyConnected() ? scheme::Scheme::kSfb : scheme::Scheme::kPs)
-        << hybcomm->layer(l).name;
+        << hybcomm->layer(l).name();
   }
 }
 
@@ -90,7 +89,7 @@ TEST(HybComm, BadOptionsAreRefusedNamingTheValue) {
   EXPECT_EQ(HybComm::create(kLayers, kCluster, options).status().message(), "drift margin 0 is not a finite fraction > 0");
   options.mode = HybCommMode::kFixed;
   options.fixed = scheme::Scheme::kSfb;
-  EXPECT_EQ(HybComm::create({LayerShape::other("conv", 10)}, kCluster, options).status().message(),
+  EXPECT_EQ(HybComm::create({model::Layer::other("conv", 10)}, kCluster, options).status().message(),
             "fixed scheme SFB applies to none of the 1 layers");
   EXPECT_FALSE(HybComm::create({}, kCluster, {}).isOk());
   EXPECT_FALSE(HybComm::create(kLayers, {0, 4, 32}, {}).isOk());
@@ -146,7 +145,7 @@ TEST(HybComm, AdaptiveDropsAMixThatLosesAsAWhole) {
   options.mode = HybCommMode::kAdaptive;
   options.candidates = {scheme::Scheme::kPs, scheme::Scheme::kSfb};
   options.trial_iterations = 1;
-  const std::vector<LayerShape> layers = {kLayers[1], kLayers[2]};  // fc6, fc7
+  const std::vector<model::Layer> layers = {kLayers[1], kLayers[2]};  // fc6, fc7
   auto hybcomm = HybComm::create(layers, kCluster, options);
   ASSERT_TRUE(hybcomm.isOk()) << hybcomm.status().toString();
   HybComm& h = *hybcomm;
@@ -176,7 +175,7 @@ TEST(HybComm, AdaptiveComparesUniformCandidatesAsAWhole) {
   HybCommOptions options;
   options.mode = HybCommMode::kAdaptive;
   options.candidates = {scheme::Scheme::kPs, scheme::Scheme::kSfb};
-  const std::vector<LayerShape> layers = {kLayers[1], kLayers[2]};
+  const std::vector<model::Layer> layers = {kLayers[1], kLayers[2]};
   auto hybcomm = HybComm::create(layers, kCluster, options);
   ASSERT_TRUE(hybcomm.isOk()) << hybcomm.status().toString();
   const auto time = [&](size_t l, scheme::Scheme s, uint64_t iteration) {

@@ -83,22 +83,19 @@ HybridRun runHybrid(const HybridSpec& spec) {
   options.workers = workers;
   options.ps_servers = spec.ps_servers;
   options.adam_servers = spec.adam_servers;
-  options.batch = spec.batch;
   options.chunk_bytes = spec.chunk_bytes;
   options.optimizer = *kernels::parseOptimizer(spec.optimizer);
   options.hybcomm = spec.hybcomm;
   options.replica_check_every = 2;  // replicas compared through the store, whatever the build
   const Deadline deadline = Deadline::after(spec.deadline);
 
-  auto in_use = trainer::schemesInUse(spec.layers, options);
+  const model::Model model("hybrid-test", spec.layers, static_cast<uint64_t>(spec.batch));
+  auto in_use = trainer::schemesInUse(model, options);
   if (!in_use) return fail(in_use.status());
   const bool adam = std::find(in_use->begin(), in_use->end(), scheme::Scheme::kAdam) != in_use->end();
-  std::vector<adam::AdamLayer> adam_layers;
+  std::vector<model::Layer> adam_layers;
   for (const auto& layer : spec.layers) {
-    if (adam && layer.isFullyConnected()) {
-      adam_layers.push_back({layer.name, static_cast<size_t>(layer.m), static_cast<size_t>(layer.n),
-                             static_cast<size_t>(spec.batch)});
-    }
+    if (adam && layer.isFullyConnected()) adam_layers.push_back(layer);
   }
   std::vector<std::thread> threads;
   for (int s = 0; s < spec.ps_servers; ++s) {
@@ -111,7 +108,8 @@ HybridRun runHybrid(const HybridSpec& spec) {
   }
   for (int s = 0; s < spec.adam_servers && !adam_layers.empty(); ++s) {
     threads.emplace_back([&, s] {
-      auto server = adam::AdamServer::start((*adam_mesh)[workers + s], **store, adam_layers, workers, deadline);
+      auto server =
+          adam::AdamServer::start((*adam_mesh)[workers + s], **store, adam_layers, model.batch(), workers, deadline);
       Status& status = run.server_status[static_cast<size_t>(spec.ps_servers + s)];
       status = server ? (*server)->waitUntilDone(deadline) : server.status();
     });
@@ -124,7 +122,8 @@ HybridRun runHybrid(const HybridSpec& spec) {
     threads.emplace_back([&, w] {
       const auto train = [&]() -> Status {
         trainer::HybridContexts contexts{&(*ps_mesh)[w], &(*sfb_mesh)[w], &(*ring_mesh)[w], &(*adam_mesh)[w]};
-        auto sync = trainer::HybridSync::start(contexts, **store, spec.layers, options, deadline);
+        auto sync = trainer::HybridSync::start(contexts, **store, spec.model_of ? spec.model_of(w, model) : model,
+                                               options, deadline);
         if (!sync) return sync.status();
         auto& schemes = run.schemes[static_cast<size_t>(w)];
         for (uint64_t t = 0; t < spec.iterations; ++t) {

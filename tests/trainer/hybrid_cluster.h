@@ -21,7 +21,7 @@ struct HybridSpec {
   int64_t batch = 4;
   uint64_t iterations = 5;
   uint64_t chunk_bytes = 4096;
-  std::vector<trainer::LayerShape> layers;
+  std::vector<model::Layer> layers;  // the model HybridSync syncs, at `batch`
   trainer::HybCommOptions hybcomm;
   const char* optimizer = "sgd:lr=0.1,momentum=0.9";
   std::chrono::seconds deadline{60};
@@ -30,6 +30,8 @@ struct HybridSpec {
   std::chrono::milliseconds sync_deadline{0};
   // When set and true for (worker, iteration, layer), that worker does not start that sync.
   std::function<bool(int, uint64_t, size_t)> skip;
+  // When set, the model worker w builds instead of the spec's (a worker started differently).
+  std::function<model::Model(int w, const model::Model& spec_model)> model_of;
 };
 
 struct HybridRun {

@@ -12,13 +12,12 @@
 namespace poseidon::testing {
 namespace {
 
-using trainer::LayerShape;
 using scheme::Scheme;
 using trainer::HybCommMode;
 
-const std::vector<LayerShape> kModel = {LayerShape::other("conv1", 300), LayerShape::other("conv2", 1111),
-                                        LayerShape::fullyConnected("fc6", 40, 72),
-                                        LayerShape::fullyConnected("fc7", 24, 40)};
+const std::vector<model::Layer> kModel = {model::Layer::other("conv1", 300), model::Layer::other("conv2", 1111),
+                                          model::Layer::fullyConnected("fc6", 40, 72, false),
+                                          model::Layer::fullyConnected("fc7", 24, 40, false)};
 
 HybridSpec fixedSpec(int workers, scheme::Scheme scheme) {
   HybridSpec spec;
@@ -36,7 +35,7 @@ void expectReplicasIdentical(const HybridRun& run, const std::string& what) {
       ASSERT_EQ(run.params[w][l].size(), run.params[0][l].size());
       EXPECT_EQ(std::memcmp(run.params[w][l].data(), run.params[0][l].data(), run.params[0][l].size() * sizeof(float)),
                 0)
-          << what << ": worker " << w << " layer " << kModel[l].name << " differs from worker 0";
+          << what << ": worker " << w << " layer " << kModel[l].name() << " differs from worker 0";
     }
   }
 }
@@ -79,10 +78,10 @@ TEST_P(HybridEquivalence, EverySchemeMatchesThePsWithFullGradients) {
     for (size_t l = 0; l < kModel.size(); ++l) {
       // The scheme really carried the layer (SFB and Adam only carry FC layers; the rest go PS).
       const scheme::Scheme expected = trainer::HybComm::applies(scheme, kModel[l]) ? scheme : scheme::Scheme::kPs;
-      EXPECT_EQ(run.schemes[0].back()[l], expected) << kModel[l].name;
+      EXPECT_EQ(run.schemes[0].back()[l], expected) << kModel[l].name();
       const auto [diff, magnitude] = difference(run.params[0][l], ps.params[0][l]);
       const double tol = tolerance(workers, spec.batch, spec.iterations, kModel[l].isFullyConnected());
-      EXPECT_LE(diff, tol) << scheme::schemeName(scheme) << " vs PS, layer " << kModel[l].name;
+      EXPECT_LE(diff, tol) << scheme::schemeName(scheme) << " vs PS, layer " << kModel[l].name();
       EXPECT_GT(magnitude, 1e-3) << "the parameters moved";
     }
   }
@@ -119,7 +118,7 @@ TEST(HybridSync, ClosedFormAndAdaptiveTrainLikeThePs) {
     expectReplicasIdentical(*run, "HybComm");
     for (size_t l = 0; l < kModel.size(); ++l) {
       const auto [diff, magnitude] = difference(run->params[0][l], ps.params[0][l]);
-      EXPECT_LE(diff, tolerance(4, spec.batch, spec.iterations, kModel[l].isFullyConnected())) << kModel[l].name;
+      EXPECT_LE(diff, tolerance(4, spec.batch, spec.iterations, kModel[l].isFullyConnected())) << kModel[l].name();
     }
   }
 }
@@ -130,7 +129,7 @@ void expectSameBits(const HybridRun& a, const HybridRun& b, const std::string& w
     for (size_t l = 0; l < kModel.size(); ++l) {
       ASSERT_EQ(a.params[w][l].size(), b.params[w][l].size());
       EXPECT_EQ(std::memcmp(a.params[w][l].data(), b.params[w][l].data(), a.params[w][l].size() * sizeof(float)), 0)
-          << what << ": worker " << w << " layer " << kModel[l].name;
+          << what << ": worker " << w << " layer " << kModel[l].name();
     }
   }
 }
@@ -187,6 +186,27 @@ TEST(HybridSync, AFailedLayerSyncDoesNotHoldUpTheOthers) {
   }
   // Worker 1's conv and fc6 syncs went through although worker 0's fc7 failed meanwhile.
   EXPECT_EQ(run.synced[1], (std::vector<size_t>{2, 1, 0}));
+}
+
+// A worker started with fc7 at another size fails every worker at start-up, naming the tensor.
+TEST(HybridSync, WorkersStartedWithOtherLayersFailAtStartNamingTheFirstDifference) {
+  HybridSpec spec = fixedSpec(3, scheme::Scheme::kPs);
+  spec.hybcomm = {};
+  spec.deadline = std::chrono::seconds(10);
+  spec.model_of = [](int w, const model::Model& m) {
+    if (w != 2) return m;
+    std::vector<model::Layer> layers = m.layers();
+    layers.back() = model::Layer::fullyConnected("fc7", 24, 41, false);
+    return model::Model(m.name(), layers, m.batch());
+  };
+  const HybridRun run = runHybrid(spec);
+  for (int w = 0; w < 3; ++w) {
+    const Status& s = run.worker_status[static_cast<size_t>(w)];
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.toString();
+    EXPECT_NE(s.message().find("were not started alike"), std::string::npos) << s.toString();
+    EXPECT_NE(s.message().find("fc7.weight = "), std::string::npos) << s.toString();
+    EXPECT_LT(run.worker_seconds[static_cast<size_t>(w)], 8.0);
+  }
 }
 
 }  // namespace

@@ -17,10 +17,10 @@
 namespace poseidon::testing {
 namespace {
 
-using trainer::LayerShape;
 using scheme::Scheme;
 
-const std::vector<LayerShape> kLayers = {LayerShape::other("conv", 12288), LayerShape::fullyConnected("fc", 96, 128)};
+const std::vector<model::Layer> kLayers = {model::Layer::other("conv", 12288),
+                                           model::Layer::fullyConnected("fc", 96, 128, false)};
 constexpr uint64_t kIterations = 3;
 
 struct Case {
@@ -55,7 +55,7 @@ TEST_P(TrafficFormulas, PsNodeBytesAreThePapersCountPlusTheSetUp) {
   ASSERT_TRUE(run.ok()) << run.failures();
   const trainer::ClusterShape cluster{c.workers, c.servers, c.batch};
   uint64_t model = 0, per_iteration_colocated = 0;
-  for (const LayerShape& layer : kLayers) {
+  for (const model::Layer& layer : kLayers) {
     model += static_cast<uint64_t>(layer.denseFloats()) * 4;
     per_iteration_colocated += bytesOf(*trainer::psNodeTraffic(layer, cluster));
   }
@@ -87,7 +87,7 @@ TEST_P(TrafficFormulas, SfbRingAndAdamBytesAreThePapersCount) {
                                                      : trainer::adamWorkerTraffic(kLayers[l], cluster);
       ASSERT_TRUE(formula.isOk());
       EXPECT_EQ(run.bytes[l], kIterations * bytesOf(*formula))
-          << scheme::schemeName(scheme) << " layer " << kLayers[l].name;
+          << scheme::schemeName(scheme) << " layer " << kLayers[l].name();
     }
   }
 }

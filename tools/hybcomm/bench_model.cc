@@ -9,8 +9,8 @@ using scheme::Scheme;
 namespace {
 
 // The traffic of worker P1-1's node: a worker alone there unless every worker hosts a server.
-Result<trainer::NodeTraffic> lastWorkerTraffic(scheme::Scheme scheme, const trainer::LayerShape& layer,
-                                                      const trainer::ClusterShape& cluster) {
+Result<trainer::NodeTraffic> lastWorkerTraffic(scheme::Scheme scheme, const model::Layer& layer,
+                                               const trainer::ClusterShape& cluster) {
   switch (scheme) {
     case scheme::Scheme::kPs:
       return cluster.workers > cluster.servers ? trainer::psWorkerOnlyNodeTraffic(layer, cluster)
@@ -24,7 +24,7 @@ Result<trainer::NodeTraffic> lastWorkerTraffic(scheme::Scheme scheme, const trai
 
 }  // namespace
 
-std::array<double, 4> modelSeconds(const trainer::LayerShape& layer, const trainer::ClusterShape& cluster,
+std::array<double, 4> modelSeconds(const model::Layer& layer, const trainer::ClusterShape& cluster,
                                    const BenchLinks& links) {
   std::array<double, 4> seconds = {-1, -1, -1, -1};
   if (!links.given()) return seconds;

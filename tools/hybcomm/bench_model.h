@@ -6,9 +6,9 @@
 
 #include <array>
 
-#include "trainer/hybcomm/cost_model.h"
-#include "trainer/hybcomm/layer_shape.h"
+#include "model/layer.h"
 #include "scheme/scheme.h"
+#include "trainer/hybcomm/cost_model.h"
 
 namespace poseidon::tools {
 
@@ -23,7 +23,7 @@ struct BenchLinks {
 // Seconds per scheme (index: the scheme::Scheme value), -1 where the scheme does not apply or no links
 // were given. The busiest node on the common link bounds the sync; with a slower worker link,
 // that worker's own traffic on it (a worker-only node's under PS when P1 > P2) may bound it instead.
-std::array<double, 4> modelSeconds(const trainer::LayerShape& layer, const trainer::ClusterShape& cluster,
+std::array<double, 4> modelSeconds(const model::Layer& layer, const trainer::ClusterShape& cluster,
                                    const BenchLinks& links);
 
 }  // namespace poseidon::tools

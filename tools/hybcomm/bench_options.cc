@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "ps/model_spec.h"
+#include "model/spec.h"
 #include "trainer/sync/hybrid_ps.h"
 
 namespace poseidon::tools {
@@ -130,11 +130,14 @@ void addBenchOptions(CLI::App& app, HybBenchCommandLine& c) {
   app.add_option("--role", c.role, "worker, ps-server or adam-server: checked against the rank (default: the rank's)")
       ->type_name("ROLE")
       ->check(CLI::IsMember({kWorkerRole, kPsServerRole, kAdamServerRole}));
-  app.add_option("--batch", c.batch, "K: each worker's batch, the rank of its FC gradients (default 256)")
+  app.add_option("--batch", c.batch,
+                 "K: each worker's batch, the rank of its FC gradients (default: the batch --layers sets, a zoo "
+                 "model's K, else 256)")
       ->type_name("K")
       ->check(CLI::Range(int64_t{1}, kMaxBatch));
   app.add_option("--layers", c.layer_spec,
-                 fmt::format("The layers in forward order: fc:<name>=<M>x<N>,...;other:<name>=<parameters>,... "
+                 fmt::format("The model, a model spec: a zoo name (vgg19, googlenet, ...) or sections in forward "
+                             "order, fc:<name>=<M>x<N>[+bias],...;conv:...;other:<name>=<parameters>,... "
                              "(default {}: VGG19-22K's FC layers / 4)",
                              kDefaultLayerSpec))
       ->type_name("SPEC");
@@ -193,13 +196,20 @@ void addBenchOptions(CLI::App& app, HybBenchCommandLine& c) {
                  "Workers: which way worker P1-1's link is lower: both (default) or up (its sends only)")
       ->type_name("both|up")
       ->check(CLI::IsMember({"both", "up"}));
-  app.final_callback([&c] {
+  app.final_callback([&app, &c] {
     c.links.latency_s = c.model_latency_us * 1e-6;
     c.links.slow_worker_upload_only = c.slow_worker_direction == "up";
-    auto layers = parseLayerSpec(c.layer_spec);
-    if (!layers) throw CLI::ValidationError("--layers", layers.status().message());
-    c.layers = std::move(*layers);
-    c.job.model_spec = ps::formatModelSpec(trainer::hybridTensors(c.layers));
+    auto model = model::parseModelSpec(c.layer_spec);
+    if (!model) throw CLI::ValidationError("--layers", model.status().message());
+    if (app.count("--batch") == 0 && model->batch() != 1) {
+      if (model->batch() > static_cast<uint64_t>(kMaxBatch)) {
+        throw CLI::ValidationError(
+            "--layers", fmt::format("batch K = {} of model '{}' exceeds {}", model->batch(), c.layer_spec, kMaxBatch));
+      }
+      c.batch = static_cast<int64_t>(model->batch());
+    }
+    c.model = model->withBatch(static_cast<uint64_t>(c.batch));
+    c.job.model_spec = model::formatModelSpec(trainer::hybridPsModel(c.model.layers()));
   });
 }
 
@@ -214,7 +224,7 @@ std::string checkBenchOptions(HybBenchCommandLine& c) {
   }
   if (c.mode == "adam" && c.adam_servers == 0) return "--mode adam needs --adam-servers >= 1";
   c.hybcomm = hybcommOptions(c);
-  auto hybcomm = trainer::HybComm::create(c.layers, {c.workers(), c.psServers(), c.batch}, c.hybcomm);
+  auto hybcomm = trainer::HybComm::create(c.model.layers(), {c.workers(), c.psServers(), c.batch}, c.hybcomm);
   if (!hybcomm)
     return fmt::format("--mode {} with --layers '{}': {}", c.mode, c.layer_spec, hybcomm.status().message());
   c.schemes = schemesInUse(*hybcomm, c.hybcomm);

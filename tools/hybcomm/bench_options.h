@@ -14,10 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "trainer/hybcomm/layer_shape.h"
+#include "model/model.h"
 #include "scheme/scheme.h"
 #include "tools/hybcomm/bench_model.h"
-#include "tools/hybcomm/layer_spec.h"
 #include "tools/ps/job_options.h"
 #include "trainer/hybcomm/hybcomm.h"
 
@@ -36,6 +35,12 @@ inline constexpr const char* kModeNames[] = {"ps", "sfb", "ring", "adam", "close
 inline constexpr uint64_t kMaxBenchIterations = 100'000;
 inline constexpr int64_t kMaxBatch = 1 << 20;
 
+// VGG19-22K's fully-connected layers (fc6 4096 x 25088, fc7 4096 x 4096, fc8 21841 x 4096),
+// every dimension divided by 4: small enough for a 2-core machine, with fc7 near the break-even
+// of SFB and PS at K = 256 (see tools/bench-hybcomm). A model spec (model/spec.h).
+inline constexpr const char* kDefaultLayerSpec = "fc:fc6=1024x6272,fc7=1024x1024,fc8=5460x1024";
+inline constexpr int64_t kDefaultBatch = 256;
+
 struct HybBenchCommandLine {
   // --workers (P1), --ps-servers (P2, in job.servers), --chunk-bytes, --optimizer (the workers'),
   // the transport and launch options. job.model_spec is set from --layers (the PS's tensors), so
@@ -43,7 +48,9 @@ struct HybBenchCommandLine {
   JobOptions job;
   std::string role;  // empty: the rank's role
   int adam_servers = 1;
-  int64_t batch = 256;  // K
+  // K: --batch when given; otherwise the batch the --layers spec sets (a zoo model's K, or its
+  // batch=), or kDefaultBatch when it sets none (a batch of 1).
+  int64_t batch = kDefaultBatch;
   std::string layer_spec = kDefaultLayerSpec;
   std::string mode = "closed";
   uint64_t iterations = 10;
@@ -62,7 +69,7 @@ struct HybBenchCommandLine {
   std::string slow_worker_direction = "both";
 
   // Filled by the checks.
-  std::vector<trainer::LayerShape> layers;
+  model::Model model;  // --layers, its batch K as above
   trainer::HybCommOptions hybcomm;
   std::vector<scheme::Scheme> schemes;  // those the workers may use: PS first, then in first use
 
@@ -81,7 +88,8 @@ struct HybBenchCommandLine {
 
 // Registers the shared options of tools/ps (without --model, --servers and --consistency: the
 // layers come from --layers, the PS is a BSP summation service) and the benchmark's own. After
-// parsing, a callback turns --layers into job.model_spec (a bad spec is a parse error naming it).
+// parsing, a callback parses --layers (model::parseModelSpec) into `model` and job.model_spec (a
+// bad spec is a parse error naming it).
 void addBenchOptions(CLI::App& app, HybBenchCommandLine& c);
 
 // After checkJobOptions(): the mode, the counts and the role; fills hybcomm and schemes. An error

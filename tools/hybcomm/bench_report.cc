@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "tools/hybcomm/layer_spec.h"
 #include "tools/perf/report.h"
 
 namespace poseidon::tools {
@@ -87,7 +86,7 @@ std::string hybHeader(const HybBenchReport& r) {
 
 std::string hybTables(const HybBenchReport& r) {
   std::string names;
-  for (const LayerRecord& layer : r.layers) names += fmt::format("{}{}", names.empty() ? "" : " ", layer.shape.name);
+  for (const LayerRecord& layer : r.layers) names += fmt::format("{}{}", names.empty() ? "" : " ", layer.shape.name());
   std::string out = fmt::format(
       " #iteration  phase     sync[msec]   slowest[msec]  layers[msec]  slowest layers[msec]  "
       "schemes ({})\n",
@@ -105,7 +104,7 @@ std::string hybTables(const HybBenchReport& r) {
   for (const LayerRecord& layer : r.layers) {
     for (const LayerSchemeRecord& s : layer.schemes) {
       const double model = modelOf(layer, s.scheme);
-      out += fmt::format(" {:<11} {:<7} {:<11} {:<19.2f} {:<12} {:<18.0f} {:.0f}\n", layer.shape.name,
+      out += fmt::format(" {:<11} {:<7} {:<11} {:<19.2f} {:<12} {:<18.0f} {:.0f}\n", layer.shape.name(),
                          scheme::schemeName(s.scheme), s.iterations, s.slowest_mean_seconds * 1e3,
                          model < 0 ? std::string("-") : fmt::format("{:.2f}", model * 1e3), s.bytes_sent,
                          s.bytes_received);
@@ -123,7 +122,7 @@ std::string hybTables(const HybBenchReport& r) {
         row += fmt::format("{}{} {:.2f}", row.empty() ? "" : ", ", scheme::schemeName(s), t * 1e3);
         if (modelOf(layer, best) < 0 || t < modelOf(layer, best)) best = s;
       }
-      out += fmt::format("  {:<11} {} msec: {} fastest\n", layer.shape.name, row, scheme::schemeName(best));
+      out += fmt::format("  {:<11} {} msec: {} fastest\n", layer.shape.name(), row, scheme::schemeName(best));
     }
   }
   out += perf::resultLine();
@@ -180,10 +179,10 @@ nlohmann::json hybToJson(const HybBenchReport& r) {
     for (scheme::Scheme s : kModelOrder) {
       if (modelOf(layer, s) >= 0) model[std::string(scheme::schemeName(s))] = modelOf(layer, s);
     }
-    layers.push_back({{"name", layer.shape.name},
+    layers.push_back({{"name", layer.shape.name()},
                       {"fully_connected", layer.shape.isFullyConnected()},
-                      {"m", layer.shape.m},
-                      {"n", layer.shape.n},
+                      {"m", layer.shape.fc().rows},
+                      {"n", layer.shape.fc().cols},
                       {"params", layer.shape.denseFloats()},
                       {"last_scheme", scheme::schemeName(layer.last_scheme)},
                       {"schemes", schemes},
@@ -192,7 +191,7 @@ nlohmann::json hybToJson(const HybBenchReport& r) {
   nlohmann::json choices = nlohmann::json::array();
   for (const trainer::Choice& c : r.choices) {
     choices.push_back({{"iteration", c.iteration},
-                       {"layer", r.layers.at(c.layer).shape.name},
+                       {"layer", r.layers.at(c.layer).shape.name()},
                        {"scheme", scheme::schemeName(c.scheme)},
                        {"reason", c.reason}});
   }
@@ -224,6 +223,11 @@ nlohmann::json hybToJson(const HybBenchReport& r) {
           {"model_latency_seconds", r.links.latency_s},
           {"model_slow_worker_bps", r.links.slow_worker_bits_per_s},
           {"model_iteration_seconds", modelIteration(r)}};
+}
+
+std::string describeLayer(const model::Layer& layer) {
+  if (layer.isFullyConnected()) return fmt::format("{} {}x{}", layer.name(), layer.fc().rows, layer.fc().cols);
+  return fmt::format("{} ({} parameters)", layer.name(), layer.params());
 }
 
 }  // namespace poseidon::tools

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/hybcomm/layer_shape.h"
+#include "model/layer.h"
 #include "scheme/scheme.h"
 #include "tools/hybcomm/bench_model.h"
 #include "trainer/hybcomm/hybcomm.h"
@@ -44,7 +44,7 @@ struct LayerSchemeRecord {
 };
 
 struct LayerRecord {
-  trainer::LayerShape shape;
+  model::Layer shape;
   std::vector<LayerSchemeRecord> schemes;      // those used in measured iterations, PS SFB Adam ring order
   scheme::Scheme last_scheme = scheme::Scheme::kPs;  // in the last iteration
   std::array<double, 4> model_seconds = {-1, -1, -1, -1};  // per scheme::Scheme value (bench_model.h)
@@ -85,5 +85,8 @@ std::string hybHeader(const HybBenchReport& report);
 // The iteration rows, the per-layer table, the choices and the summary.
 std::string hybTables(const HybBenchReport& report);
 nlohmann::json hybToJson(const HybBenchReport& report);
+
+// "fc6 1024x6272" (M x N) or "conv1 (1792 parameters)": how the report names a layer's shape.
+std::string describeLayer(const model::Layer& layer);
 
 }  // namespace poseidon::tools

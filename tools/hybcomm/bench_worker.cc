@@ -94,7 +94,7 @@ HybBenchReport describeBench(const HybBenchCommandLine& c, const HybridProcess& 
   r.event_iteration = c.event_iteration;
   r.event_command = c.event_command;
   const trainer::ClusterShape cluster{c.workers(), c.psServers(), c.batch};
-  for (const trainer::LayerShape& layer : c.layers) {
+  for (const model::Layer& layer : c.model.layers()) {
     r.layers.push_back({layer, {}, scheme::Scheme::kPs, modelSeconds(layer, cluster, c.links)});
   }
   return r;
@@ -105,16 +105,15 @@ Status runBenchWorker(const HybBenchCommandLine& c, HybridProcess& p, HybBenchRe
   options.workers = c.workers();
   options.ps_servers = c.psServers();
   options.adam_servers = std::max(c.adamServersInJob(), 1);
-  options.batch = c.batch;
   options.chunk_bytes = c.job.chunk_bytes;
   options.optimizer = c.job.optimizer;
   options.hybcomm = c.hybcomm;
   options.name = c.job.job_name;
-  auto started = trainer::HybridSync::start(p.contexts(), *p.base.store, c.layers, options, p.deadline());
+  auto started = trainer::HybridSync::start(p.contexts(), *p.base.store, c.model, options, p.deadline());
   if (!started) return started.status();
   trainer::HybridSync& sync = **started;
 
-  const size_t layers = c.layers.size();
+  const size_t layers = c.model.layers().size();
   std::vector<std::array<LayerSums, kSchemes.size()>> sums(layers);
   const auto slot = [](scheme::Scheme s) {
     return static_cast<size_t>(std::find(kSchemes.begin(), kSchemes.end(), s) - kSchemes.begin());

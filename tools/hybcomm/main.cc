@@ -55,8 +55,8 @@ Status runWorker(const HybBenchCommandLine& c, HybridProcess& p) {
 }
 
 Status runPsServer(const HybBenchCommandLine& c, HybridProcess& p) {
-  auto server = trainer::startSummationServer(*p.base.context, *p.base.store, c.layers, c.workers(), c.psServers(),
-                                              c.job.chunk_bytes, c.job.job_name, p.deadline());
+  auto server = trainer::startSummationServer(*p.base.context, *p.base.store, c.model.layers(), c.workers(),
+                                              c.psServers(), c.job.chunk_bytes, c.job.job_name, p.deadline());
   if (!server) return server.status();
   const Status status = (*server)->waitUntilDone(runDeadline(c));
   const ps::ServerStats stats = (*server)->stats();
@@ -69,20 +69,18 @@ Status runPsServer(const HybBenchCommandLine& c, HybridProcess& p) {
 }
 
 Status runAdamServer(const HybBenchCommandLine& c, HybridProcess& p) {
-  std::vector<adam::AdamLayer> layers;
-  for (const trainer::LayerShape& layer : c.layers) {
-    if (!layer.isFullyConnected()) continue;
-    layers.push_back(
-        {layer.name, static_cast<size_t>(layer.m), static_cast<size_t>(layer.n), static_cast<size_t>(c.batch)});
+  std::vector<model::Layer> layers;  // the FC layers: the ones Adam syncs
+  for (const model::Layer& layer : c.model.layers()) {
+    if (layer.isFullyConnected()) layers.push_back(layer);
   }
-  auto server = adam::AdamServer::start(*p.adam, *p.base.store, layers, c.workers(), p.deadline());
+  auto server = adam::AdamServer::start(*p.adam, *p.base.store, layers, c.model.batch(), c.workers(), p.deadline());
   if (!server) return server.status();
   const Status status = (*server)->waitUntilDone(runDeadline(c));
   nlohmann::json traffic = nlohmann::json::array();
   for (size_t l = 0; l < layers.size(); ++l) {
     const auto t = (*server)->traffic(l);
     if (t.sent_bytes + t.received_bytes == 0) continue;
-    traffic.push_back({{"layer", layers[l].name},
+    traffic.push_back({{"layer", layers[l].name()},
                        {"iterations", (*server)->iterations(l)},
                        {"sent_bytes", t.sent_bytes},
                        {"received_bytes", t.received_bytes}});

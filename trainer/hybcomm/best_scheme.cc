@@ -11,7 +11,7 @@ namespace {
 
 // The schemes a rule prices for a layer, in order of preference on a tie: the paper sends an FC
 // layer SFB when its cost equals PS's, and PS before the opt-in alternatives.
-Result<std::vector<PricedScheme>> price(const LayerShape& layer, const ClusterShape& cluster,
+Result<std::vector<PricedScheme>> price(const model::Layer& layer, const ClusterShape& cluster,
                                         const BestSchemeOptions& options) {
   std::vector<PricedScheme> priced;
   if (options.rule == Rule::kSacp2015) {
@@ -40,15 +40,15 @@ Result<std::vector<PricedScheme>> price(const LayerShape& layer, const ClusterSh
 }
 
 // "fc6: SFB 28.02M floats < PS 385.35M floats", cheapest first; "=" marks a tie kept by preference.
-std::string explain(const LayerShape& layer, const std::vector<PricedScheme>& priced, Rule rule) {
-  std::string reason = fmt::format("{}: ", layer.name);
+std::string explain(const model::Layer& layer, const std::vector<PricedScheme>& priced, Rule rule) {
+  std::string reason = fmt::format("{}: ", layer.name());
   for (size_t i = 0; i < priced.size(); ++i) {
     if (i > 0) reason += priced[i].floats == priced[i - 1].floats ? " = " : " < ";
     reason += fmt::format("{} {} floats", scheme::schemeName(priced[i].scheme), formatCount(priced[i].floats));
   }
   if (!layer.isFullyConnected()) {
     reason += fmt::format(" (not fully connected: {} parameters, no sufficient factors)",
-                          formatCount(static_cast<double>(layer.params)));
+                          formatCount(static_cast<double>(layer.params())));
   }
   if (rule == Rule::kSacp2015) reason += " ([Poseidon 2015] totals)";
   return reason;
@@ -56,8 +56,8 @@ std::string explain(const LayerShape& layer, const std::vector<PricedScheme>& pr
 
 }  // namespace
 
-Result<Decision> bestScheme(const LayerShape& layer, const ClusterShape& cluster, const BestSchemeOptions& options) {
-  POSEIDON_RETURN_IF_ERROR(validateLayer(layer));
+Result<Decision> bestScheme(const model::Layer& layer, const ClusterShape& cluster, const BestSchemeOptions& options) {
+  POSEIDON_RETURN_IF_ERROR(layer.validate());
   POSEIDON_RETURN_IF_ERROR(validateCluster(cluster));
   if (options.rule == Rule::kSacp2015 && (options.consider_ring || options.consider_adam)) {
     return makeStatus(StatusCode::kInvalidArgument,
@@ -70,7 +70,7 @@ Result<Decision> bestScheme(const LayerShape& layer, const ClusterShape& cluster
   std::stable_sort(priced->begin(), priced->end(),
                    [](const PricedScheme& a, const PricedScheme& b) { return a.floats < b.floats; });
   Decision decision;
-  decision.layer = layer.name;
+  decision.layer = layer.name();
   decision.scheme = priced->front().scheme;
   decision.floats = priced->front().floats;
   decision.reason = explain(layer, *priced, options.rule);
@@ -78,11 +78,11 @@ Result<Decision> bestScheme(const LayerShape& layer, const ClusterShape& cluster
   return decision;
 }
 
-Result<std::vector<Decision>> bestSchemes(std::span<const LayerShape> layers, const ClusterShape& cluster,
+Result<std::vector<Decision>> bestSchemes(std::span<const model::Layer> layers, const ClusterShape& cluster,
                                           const BestSchemeOptions& options) {
   std::vector<Decision> decisions;
   decisions.reserve(layers.size());
-  for (const LayerShape& layer : layers) {
+  for (const model::Layer& layer : layers) {
     auto decision = bestScheme(layer, cluster, options);
     if (!decision) return decision.status();
     decisions.push_back(std::move(*decision));

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "trainer/hybcomm/cost_model.h"
-#include "trainer/hybcomm/layer_shape.h"
+#include "model/layer.h"
 #include "scheme/scheme.h"
+#include "trainer/hybcomm/cost_model.h"
 
 namespace poseidon::trainer {
 
@@ -48,13 +48,14 @@ struct Decision {
   std::string reason;                 // "fc6: SFB 28.02M floats < PS 385.35M floats"
 };
 
-// Fails, naming the value, for an invalid layer or cluster (validateLayer, validateCluster), or
+// Fails, naming the value, for an invalid layer or cluster (model::Layer::validate,
+// validateCluster), or
 // ring/Adam options with the SACP rule (it already weighs SFB against Adam and knows no ring).
-Result<Decision> bestScheme(const LayerShape& layer, const ClusterShape& cluster,
+Result<Decision> bestScheme(const model::Layer& layer, const ClusterShape& cluster,
                             const BestSchemeOptions& options = {});
 
 // One decision per layer, in order; fails on the first invalid layer, naming it.
-Result<std::vector<Decision>> bestSchemes(std::span<const LayerShape> layers, const ClusterShape& cluster,
+Result<std::vector<Decision>> bestSchemes(std::span<const model::Layer> layers, const ClusterShape& cluster,
                                           const BestSchemeOptions& options = {});
 
 }  // namespace poseidon::trainer

@@ -10,18 +10,18 @@ namespace poseidon::trainer {
 
 namespace {
 
-Status validate(const LayerShape& layer, const ClusterShape& cluster) {
-  POSEIDON_RETURN_IF_ERROR(validateLayer(layer));
+Status validate(const model::Layer& layer, const ClusterShape& cluster) {
+  POSEIDON_RETURN_IF_ERROR(layer.validate());
   return validateCluster(cluster);
 }
 
 // Sufficient factors exist only for a fully-connected layer's weight.
-Status validateFactored(const LayerShape& layer, const ClusterShape& cluster, const char* scheme) {
+Status validateFactored(const model::Layer& layer, const ClusterShape& cluster, const char* scheme) {
   POSEIDON_RETURN_IF_ERROR(validate(layer, cluster));
   if (!layer.isFullyConnected()) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "layer '{}' is not fully connected, expected an M x N weight for {} (it has {} parameters)",
-                      layer.name, scheme, layer.params);
+                      layer.name(), scheme, layer.params());
   }
   return Status::ok();
 }
@@ -32,13 +32,13 @@ NodeTraffic symmetric(double floats_each_way, int64_t messages_each_way) {
 }
 
 // K(M+N): one worker's factors U (M x K) and V (N x K).
-double factorFloats(const LayerShape& fc, const ClusterShape& cluster) {
-  return static_cast<double>(cluster.batch) * static_cast<double>(fc.m + fc.n);
+double factorFloats(const model::Layer& fc, const ClusterShape& cluster) {
+  return static_cast<double>(cluster.batch) * (static_cast<double>(fc.fc().rows) + static_cast<double>(fc.fc().cols));
 }
 
 }  // namespace
 
-Result<NodeTraffic> psNodeTraffic(const LayerShape& layer, const ClusterShape& cluster) {
+Result<NodeTraffic> psNodeTraffic(const model::Layer& layer, const ClusterShape& cluster) {
   POSEIDON_RETURN_IF_ERROR(validate(layer, cluster));
   // Each way: X/P2 to each remote shard (as worker) and to each remote worker (as server). One
   // division last, so the count is exact whenever P2 divides it.
@@ -48,7 +48,7 @@ Result<NodeTraffic> psNodeTraffic(const LayerShape& layer, const ClusterShape& c
                    remote);
 }
 
-Result<NodeTraffic> psWorkerOnlyNodeTraffic(const LayerShape& layer, const ClusterShape& cluster) {
+Result<NodeTraffic> psWorkerOnlyNodeTraffic(const model::Layer& layer, const ClusterShape& cluster) {
   POSEIDON_RETURN_IF_ERROR(validate(layer, cluster));
   if (cluster.workers <= cluster.servers) {
     return makeStatus(StatusCode::kInvalidArgument,
@@ -58,25 +58,25 @@ Result<NodeTraffic> psWorkerOnlyNodeTraffic(const LayerShape& layer, const Clust
   return symmetric(static_cast<double>(layer.denseFloats()), cluster.servers);
 }
 
-Result<NodeTraffic> sfbNodeTraffic(const LayerShape& layer, const ClusterShape& cluster) {
+Result<NodeTraffic> sfbNodeTraffic(const model::Layer& layer, const ClusterShape& cluster) {
   POSEIDON_RETURN_IF_ERROR(validateFactored(layer, cluster, "SFB"));
   const int64_t peers = cluster.workers - 1;
   return symmetric(factorFloats(layer, cluster) * static_cast<double>(peers), peers);
 }
 
-Result<NodeTraffic> adamWorkerTraffic(const LayerShape& layer, const ClusterShape& cluster) {
+Result<NodeTraffic> adamWorkerTraffic(const model::Layer& layer, const ClusterShape& cluster) {
   POSEIDON_RETURN_IF_ERROR(validateFactored(layer, cluster, "Adam"));
   return NodeTraffic{factorFloats(layer, cluster), static_cast<double>(layer.denseFloats()), 1, 1};
 }
 
-Result<NodeTraffic> adamServerTraffic(const LayerShape& layer, const ClusterShape& cluster) {
+Result<NodeTraffic> adamServerTraffic(const model::Layer& layer, const ClusterShape& cluster) {
   POSEIDON_RETURN_IF_ERROR(validateFactored(layer, cluster, "Adam"));
   const double workers = static_cast<double>(cluster.workers);
   return NodeTraffic{workers * static_cast<double>(layer.denseFloats()), workers * factorFloats(layer, cluster),
                      cluster.workers, cluster.workers};
 }
 
-Result<NodeTraffic> ringNodeTraffic(const LayerShape& layer, const ClusterShape& cluster) {
+Result<NodeTraffic> ringNodeTraffic(const model::Layer& layer, const ClusterShape& cluster) {
   POSEIDON_RETURN_IF_ERROR(validate(layer, cluster));
   const int64_t steps = 2 * (cluster.workers - 1);  // reduce-scatter, then all-gather
   // Each step moves one segment of X/P1 each way.
@@ -85,7 +85,7 @@ Result<NodeTraffic> ringNodeTraffic(const LayerShape& layer, const ClusterShape&
                    steps);
 }
 
-Result<NodeTraffic> busiestNodeTraffic(scheme::Scheme scheme, const LayerShape& layer, const ClusterShape& cluster) {
+Result<NodeTraffic> busiestNodeTraffic(scheme::Scheme scheme, const model::Layer& layer, const ClusterShape& cluster) {
   switch (scheme) {
     case scheme::Scheme::kPs: return psNodeTraffic(layer, cluster);
     case scheme::Scheme::kSfb: return sfbNodeTraffic(layer, cluster);
@@ -96,7 +96,7 @@ Result<NodeTraffic> busiestNodeTraffic(scheme::Scheme scheme, const LayerShape& 
                     static_cast<int>(scheme));
 }
 
-Result<Poseidon2015Totals> poseidon2015Totals(const LayerShape& layer, const ClusterShape& cluster) {
+Result<Poseidon2015Totals> poseidon2015Totals(const model::Layer& layer, const ClusterShape& cluster) {
   POSEIDON_RETURN_IF_ERROR(validateFactored(layer, cluster, "the SF totals of [Poseidon 2015]"));
   const double p = static_cast<double>(cluster.workers);
   const double factors = factorFloats(layer, cluster);

@@ -15,8 +15,9 @@
 #include <cstdint>
 #include <string>
 
-#include "trainer/hybcomm/layer_shape.h"
+#include "model/layer.h"
 #include "scheme/scheme.h"
+#include "trainer/hybcomm/cluster_shape.h"
 
 namespace poseidon::trainer {
 
@@ -33,6 +34,12 @@ struct NodeTraffic {
   int64_t messages() const { return sent_messages + received_messages; }
 };
 
+// Every function fails, naming the value, for an invalid layer (model::Layer::validate) or cluster
+// (validateCluster). X below is the layer's denseFloats(): M*N for an FC layer (the papers price
+// the weight only: SFB recovers the bias gradient from U's row sums at no extra traffic, PS
+// carries the M bias floats next to M*N, under 0.1% for every layer in the zoo), every parameter
+// otherwise.
+//
 // PS with the servers colocated on the workers, for a node that hosts one worker and one of the
 // P2 server shards; X = M*N for an FC layer, its parameter count otherwise:
 //   floats   2X(P1+P2-2)/P2   as worker: X(P2-1)/P2 pushed to the other servers and as much pulled
@@ -41,34 +48,34 @@ struct NodeTraffic {
 //   messages 2(P1+P2-2)       one push per remote server plus one reply per remote worker, each way.
 // It is the busiest node of the job whatever P1 and P2: a worker-only node (there are some when
 // P1 > P2, so P1 >= 2) moves 2X, a server-only node (when P2 > P1, so P2 >= 2) 2X*P1/P2; neither more.
-Result<NodeTraffic> psNodeTraffic(const LayerShape& layer, const ClusterShape& cluster);
+Result<NodeTraffic> psNodeTraffic(const model::Layer& layer, const ClusterShape& cluster);
 // PS, for a node with a worker and no server (there is one only when P1 > P2; fails otherwise):
 //   floats   2X               X/P2 pushed to each server and as much pulled back.
 //   messages 2 P2             one push to and one reply from each server.
 // Not the busiest node on equal links, but the one a slow link hurts least under PS: the
 // benchmark's model prices a lowered worker link with it.
-Result<NodeTraffic> psWorkerOnlyNodeTraffic(const LayerShape& layer, const ClusterShape& cluster);
+Result<NodeTraffic> psWorkerOnlyNodeTraffic(const model::Layer& layer, const ClusterShape& cluster);
 
 // SFB, for every worker of an FC layer (fails for any other layer):
 //   floats   2K(P1-1)(M+N)    its K(M+N) factors (U and V) to each of the P1-1 peers, and theirs back.
 //   messages 2(P1-1)          one message (U and V together) to and from each peer.
-Result<NodeTraffic> sfbNodeTraffic(const LayerShape& layer, const ClusterShape& cluster);
+Result<NodeTraffic> sfbNodeTraffic(const model::Layer& layer, const ClusterShape& cluster);
 
 // Adam-style ([Project Adam]): workers push their factors to the one server that holds the
 // FC layer, which rebuilds the gradient, updates, and sends the full matrix to every worker. The
 // server runs on a node of its own (colocated, it would skip its own worker's two messages).
 //   worker:  floats K(M+N) + MN       messages 2 (one push, one pull)
 //   server:  floats P1(K(M+N) + MN)   messages 2*P1  -- the hot node of [Poseidon ATC'17] Figure 10
-Result<NodeTraffic> adamWorkerTraffic(const LayerShape& layer, const ClusterShape& cluster);
-Result<NodeTraffic> adamServerTraffic(const LayerShape& layer, const ClusterShape& cluster);
+Result<NodeTraffic> adamWorkerTraffic(const model::Layer& layer, const ClusterShape& cluster);
+Result<NodeTraffic> adamServerTraffic(const model::Layer& layer, const ClusterShape& cluster);
 
 // Ring all-reduce over the P1 workers (no servers), for every node; X as for PS:
 //   floats   4X(P1-1)/P1      reduce-scatter and all-gather each send X(P1-1)/P1 and receive as much.
 //   messages 4(P1-1)          2(P1-1) steps, each one send to the next node and one receive from the previous.
-Result<NodeTraffic> ringNodeTraffic(const LayerShape& layer, const ClusterShape& cluster);
+Result<NodeTraffic> ringNodeTraffic(const model::Layer& layer, const ClusterShape& cluster);
 
 // The busiest node under `scheme` (for Adam, its server): what bounds the iteration's time.
-Result<NodeTraffic> busiestNodeTraffic(scheme::Scheme scheme, const LayerShape& layer, const ClusterShape& cluster);
+Result<NodeTraffic> busiestNodeTraffic(scheme::Scheme scheme, const model::Layer& layer, const ClusterShape& cluster);
 
 // [Poseidon 2015] section 4.3.1's counts for an FC layer on P = P1 workers and one master node. These are
 // NOT per node; each is written as the paper prints it, with what it actually counts:
@@ -83,7 +90,7 @@ struct Poseidon2015Totals {
   // PK(M+N) + PMN: the Adam server's sent + received (adamServerTraffic). 75.5M in the example.
   double adam = 0;
 };
-Result<Poseidon2015Totals> poseidon2015Totals(const LayerShape& layer, const ClusterShape& cluster);
+Result<Poseidon2015Totals> poseidon2015Totals(const model::Layer& layer, const ClusterShape& cluster);
 
 // A link as measured (e.g. by the transport benchmark): time = messages x latency + bytes / rate.
 struct LinkModel {

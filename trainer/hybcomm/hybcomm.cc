@@ -37,11 +37,11 @@ void keepFastest(double& fastest, double seconds_taken) {
 
 }  // namespace
 
-bool HybComm::applies(scheme::Scheme scheme, const trainer::LayerShape& layer) {
+bool HybComm::applies(scheme::Scheme scheme, const model::Layer& layer) {
   return layer.isFullyConnected() || scheme == scheme::Scheme::kPs || scheme == scheme::Scheme::kRing;
 }
 
-Result<HybComm> HybComm::create(std::vector<trainer::LayerShape> layers, const trainer::ClusterShape& cluster,
+Result<HybComm> HybComm::create(std::vector<model::Layer> layers, const trainer::ClusterShape& cluster,
                                 const HybCommOptions& options) {
   if (layers.empty()) return makeStatus(StatusCode::kInvalidArgument, "HybComm needs at least one layer");
   auto decisions = trainer::bestSchemes(layers, cluster, options.closed_form);
@@ -80,17 +80,19 @@ Result<HybComm> HybComm::create(std::vector<trainer::LayerShape> layers, const t
   }
   for (size_t l = 0; l < hybcomm.layers_.size(); ++l) {
     const LayerState& state = hybcomm.state_[l];
-    const trainer::LayerShape& layer = hybcomm.layers_[l];
+    const model::Layer& layer = hybcomm.layers_[l];
     switch (options.mode) {
       case HybCommMode::kClosedForm:
         hybcomm.setScheme(l, state.closed_form, state.closed_form_reason + " (closed form)");
         break;
       case HybCommMode::kFixed:
         if (applies(options.fixed, layer)) {
-          hybcomm.setScheme(l, options.fixed, fmt::format("{}: {} (fixed)", layer.name, scheme::schemeName(options.fixed)));
+          hybcomm.setScheme(l, options.fixed,
+                            fmt::format("{}: {} (fixed)", layer.name(), scheme::schemeName(options.fixed)));
         } else {
-          hybcomm.setScheme(l, scheme::Scheme::kPs, fmt::format("{}: PS (fixed {} needs a fully-connected layer)", layer.name,
-                                                        scheme::schemeName(options.fixed)));
+          hybcomm.setScheme(l, scheme::Scheme::kPs,
+                            fmt::format("{}: PS (fixed {} needs a fully-connected layer)", layer.name(),
+                                        scheme::schemeName(options.fixed)));
         }
         break;
       case HybCommMode::kAdaptive:
@@ -105,7 +107,7 @@ Result<HybComm> HybComm::create(std::vector<trainer::LayerShape> layers, const t
   return hybcomm;
 }
 
-HybComm::HybComm(std::vector<trainer::LayerShape> layers, HybCommOptions options)
+HybComm::HybComm(std::vector<model::Layer> layers, HybCommOptions options)
     : layers_(std::move(layers)),
       options_(std::move(options)),
       state_(layers_.size()),
@@ -212,7 +214,7 @@ Status HybComm::decideTrials(const Agree& agree) {
       state.ranking = state.closed_form_reason + " (no candidate applies)";
       continue;
     }
-    state.ranking = fmt::format("{}: ", layers_[l].name);
+    state.ranking = fmt::format("{}: ", layers_[l].name());
     for (size_t i = 0; i < timed.size(); ++i) {
       if (i > 0) state.ranking += timed[i].first == timed[i - 1].first ? " = " : " < ";
       state.ranking += fmt::format("{} {}", scheme::schemeName(timed[i].second), seconds(timed[i].first));
@@ -268,7 +270,7 @@ Status HybComm::decideConfirm(const Agree& agree) {
   std::string mix;
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (!state_[l].retiming) continue;
-    mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", layers_[l].name, scheme::schemeName(state_[l].mixed));
+    mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", layers_[l].name(), scheme::schemeName(state_[l].mixed));
   }
   const std::string_view best_name = scheme::schemeName(options_.candidates[best_uniform_]);
   const bool take_mix = mix_total <= best_uniform_total_;
@@ -319,10 +321,11 @@ Status HybComm::checkDrift(const Agree& agree) {
     }
     const double drift = mean / state.reference - 1.0;
     if (std::abs(drift) <= options_.drift_margin) continue;
-    spdlog::info("HybComm iteration {}: {}: {} took {} per iteration over the last {}, {:+.0f}% against its {}: "
-                 "timing the candidates again",
-                 iteration_, layers_[l].name, scheme::schemeName(state.current), seconds(mean), options_.window,
-                 drift * 100, seconds(state.reference));
+    spdlog::info(
+        "HybComm iteration {}: {}: {} took {} per iteration over the last {}, {:+.0f}% against its {}: "
+        "timing the candidates again",
+        iteration_, layers_[l].name(), scheme::schemeName(state.current), seconds(mean), options_.window, drift * 100,
+        seconds(state.reference));
     state.retiming = true;
     any = true;
   }

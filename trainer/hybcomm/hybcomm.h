@@ -27,10 +27,11 @@
 #include <string>
 #include <vector>
 
-#include "trainer/hybcomm/best_scheme.h"
-#include "trainer/hybcomm/layer_shape.h"
-#include "scheme/scheme.h"
 #include "common/status.h"
+#include "model/layer.h"
+#include "scheme/scheme.h"
+#include "trainer/hybcomm/best_scheme.h"
+#include "trainer/hybcomm/cluster_shape.h"
 
 namespace poseidon::trainer {
 
@@ -79,16 +80,16 @@ class HybComm {
   // Fails, naming the value, for an invalid layer or cluster, an empty or duplicated candidate
   // list, trial_iterations or window < 1, a margin that is not positive, or a fixed scheme that
   // applies to no layer.
-  static Result<HybComm> create(std::vector<trainer::LayerShape> layers, const trainer::ClusterShape& cluster,
+  static Result<HybComm> create(std::vector<model::Layer> layers, const trainer::ClusterShape& cluster,
                                 const HybCommOptions& options);
 
   size_t layerCount() const { return layers_.size(); }
-  const trainer::LayerShape& layer(size_t index) const { return layers_[index]; }
+  const model::Layer& layer(size_t index) const { return layers_[index]; }
   uint64_t iteration() const { return iteration_; }
   // The scheme `layer` uses in the current iteration.
   scheme::Scheme scheme(size_t layer) const { return state_[layer].current; }
   // Whether `scheme` can synchronise `layer` at all (SFB and Adam need an FC layer).
-  static bool applies(scheme::Scheme scheme, const trainer::LayerShape& layer);
+  static bool applies(scheme::Scheme scheme, const model::Layer& layer);
 
   // One sync of `layer` in the current iteration with its current scheme took `seconds`.
   void record(size_t layer, double seconds, uint64_t bytes_sent, uint64_t bytes_received);
@@ -120,7 +121,7 @@ class HybComm {
     SchemeCounters counters[kSchemes];
   };
 
-  HybComm(std::vector<trainer::LayerShape> layers, HybCommOptions options);
+  HybComm(std::vector<model::Layer> layers, HybCommOptions options);
   void setScheme(size_t layer, scheme::Scheme scheme, std::string reason);
   // Points every retiming layer at the candidate of trial slot `slot`.
   void enterTrialSlot(int slot);
@@ -133,7 +134,7 @@ class HybComm {
   void settle(bool take_mix, const std::string& whole);
   Status checkDrift(const Agree& agree);
 
-  std::vector<trainer::LayerShape> layers_;
+  std::vector<model::Layer> layers_;
   HybCommOptions options_;
   std::vector<LayerState> state_;
   std::vector<Choice> choices_;

@@ -4,10 +4,10 @@
 
 namespace poseidon::trainer {
 
-model::Model hybridPsModel(std::span<const trainer::LayerShape> layers) {
+model::Model hybridPsModel(std::span<const model::Layer> layers) {
   std::vector<model::Layer> ps_layers;
-  for (const trainer::LayerShape& layer : layers) {
-    ps_layers.push_back(model::Layer::other(layer.name, static_cast<uint64_t>(layer.denseFloats())));
+  for (const model::Layer& layer : layers) {
+    ps_layers.push_back(model::Layer::other(layer.name(), layer.denseFloats()));
   }
   return model::Model("hybcomm-ps", std::move(ps_layers));
 }
@@ -26,7 +26,7 @@ ps::PsJob hybridPsJob(int workers, int servers, const std::string& name) {
 
 Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& context,
                                                                     transport::bootstrap::Store& store,
-                                                                    std::span<const trainer::LayerShape> layers,
+                                                                    std::span<const model::Layer> layers,
                                                                     int workers, int servers, uint64_t chunk_bytes,
                                                                     const std::string& name,
                                                                     Deadline deadline) {

@@ -13,7 +13,7 @@
 #include "ps/chunk_layout.h"
 #include "ps/job.h"
 #include "ps/server.h"
-#include "trainer/hybcomm/layer_shape.h"
+#include "model/layer.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
 
@@ -21,7 +21,7 @@ namespace poseidon::trainer {
 
 // The model the PS holds: per layer one "other" layer of one tensor, named for it, of its dense
 // gradient's floats (FC: M*N). model::formatModelSpec of it is a --model the PS tools accept.
-model::Model hybridPsModel(std::span<const trainer::LayerShape> layers);
+model::Model hybridPsModel(std::span<const model::Layer> layers);
 // hybridPsModel's layout: every layer starts a fresh chunk (its layerStarts()).
 Result<ps::ChunkLayout> hybridLayout(const model::Model& ps_model, int servers, uint64_t chunk_bytes);
 ps::PsJob hybridPsJob(int workers, int servers, const std::string& name);
@@ -30,7 +30,7 @@ ps::PsJob hybridPsJob(int workers, int servers, const std::string& name);
 // PS context. Every worker and server must be given the same layers, counts and chunk size.
 Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& context,
                                                                     transport::bootstrap::Store& store,
-                                                                    std::span<const trainer::LayerShape> layers,
+                                                                    std::span<const model::Layer> layers,
                                                                     int workers, int servers, uint64_t chunk_bytes,
                                                                     const std::string& name,
                                                                     Deadline deadline);

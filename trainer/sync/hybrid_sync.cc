@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 
+#include "scheme/start_agreement.h"
 #include "trainer/hybcomm/store_agreement.h"
 #include "trainer/sync/hybrid_ps.h"
 #include "trainer/sync/replica.h"
@@ -39,13 +40,15 @@ std::vector<scheme::Scheme> schemesOf(const HybComm& hybcomm, const HybCommOptio
 
 class HybridSyncImpl final : public HybridSync {
  public:
-  HybridSyncImpl(const HybridContexts& contexts, std::vector<LayerShape> layers, const HybridOptions& options,
-                 HybComm hybcomm)
-      : contexts_(contexts), options_(options), hybcomm_(std::move(hybcomm)),
-        replica_(std::move(layers), options.batch, withMeanScale(options.optimizer, options.workers)),
+  HybridSyncImpl(const HybridContexts& contexts, model::Model model, const HybridOptions& options, HybComm hybcomm)
+      : contexts_(contexts),
+        options_(options),
+        hybcomm_(std::move(hybcomm)),
+        replica_(std::move(model), withMeanScale(options.optimizer, options.workers)),
         started_(replica_.layerCount()) {}
 
   Status setUp(transport::bootstrap::Store& store, Deadline deadline);
+  Status agreeOnStart(transport::bootstrap::Store& store, Deadline deadline);
 
   size_t layerCount() const override { return replica_.layerCount(); }
   std::span<float> params(size_t layer) override { return replica_.params(layer); }
@@ -98,23 +101,15 @@ Status HybridSyncImpl::setUp(transport::bootstrap::Store& store, Deadline deadli
   if (replica_.optimizer().sum_only) {
     return makeStatus(StatusCode::kInvalidArgument, "the workers' optimizer cannot be 'sum' (that is the servers')");
   }
-  std::vector<sfb::SfLayer> sf_layers;
-  std::vector<adam::AdamLayer> adam_layers;
-  std::vector<ring::RingLayer> ring_layers;
+  // SFB and Adam take the FC layers (and K once), the ring every layer.
+  const std::vector<model::Layer>& layers = replica_.model().layers();
+  std::vector<model::Layer> fc_layers;
   std::vector<size_t> fc_index;  // layer -> index among the FC layers (SFB, Adam), or kNoIndex
-  for (size_t l = 0; l < replica_.layerCount(); ++l) {
-    const LayerShape& layer = replica_.layer(l);
-    ring_layers.push_back({layer.name, static_cast<size_t>(layer.denseFloats())});
-    if (layer.isFullyConnected()) {
-      fc_index.push_back(sf_layers.size());
-      const auto m = static_cast<size_t>(layer.m), n = static_cast<size_t>(layer.n);
-      const auto k = static_cast<size_t>(options_.batch);
-      sf_layers.push_back({layer.name, m, n, k});
-      adam_layers.push_back({layer.name, m, n, k});
-    } else {
-      fc_index.push_back(kNoIndex);
-    }
+  for (const model::Layer& layer : layers) {
+    fc_index.push_back(layer.isFullyConnected() ? fc_layers.size() : kNoIndex);
+    if (layer.isFullyConnected()) fc_layers.push_back(layer);
   }
+  const uint64_t batch = replica_.batch();
 
   const std::vector<scheme::Scheme> used = schemesOf(hybcomm_, options_.hybcomm);
   const auto uses = [&](scheme::Scheme s) { return std::find(used.begin(), used.end(), s) != used.end(); };
@@ -124,8 +119,7 @@ Status HybridSyncImpl::setUp(transport::bootstrap::Store& store, Deadline deadli
   };
 
   if (contexts_.ps == nullptr) return missing(scheme::Scheme::kPs);
-  std::vector<LayerShape> layers;
-  for (size_t l = 0; l < replica_.layerCount(); ++l) layers.push_back(replica_.layer(l));
+  POSEIDON_RETURN_IF_ERROR(agreeOnStart(store, deadline));
   const model::Model ps_model = hybridPsModel(layers);
   auto layout = hybridLayout(ps_model, options_.ps_servers, options_.chunk_bytes);
   if (!layout) return layout.status();
@@ -142,7 +136,7 @@ Status HybridSyncImpl::setUp(transport::bootstrap::Store& store, Deadline deadli
 
   if (uses(scheme::Scheme::kSfb)) {
     if (contexts_.sfb == nullptr) return missing(scheme::Scheme::kSfb);
-    auto sfb = sfb::SfBroadcast::start(*contexts_.sfb, store, sf_layers, deadline);
+    auto sfb = sfb::SfBroadcast::start(*contexts_.sfb, store, fc_layers, batch, deadline);
     if (!sfb) return sfb.status();
     auto syncer = makeSfbSyncer(std::move(*sfb), fc_index, replica_);
     if (!syncer) return syncer.status();
@@ -152,19 +146,42 @@ Status HybridSyncImpl::setUp(transport::bootstrap::Store& store, Deadline deadli
     if (contexts_.ring == nullptr) return missing(scheme::Scheme::kRing);
     ring::RingOptions ring_options;
     ring_options.name = options_.name + "/ring";
-    auto ring = ring::RingAllreduce::start(*contexts_.ring, store, ring_layers, ring_options, deadline);
+    auto ring = ring::RingAllreduce::start(*contexts_.ring, store, layers, ring_options, deadline);
     if (!ring) return ring.status();
     syncers_[static_cast<size_t>(scheme::Scheme::kRing)] = makeRingSyncer(std::move(*ring), replica_);
   }
   if (uses(scheme::Scheme::kAdam)) {
     if (contexts_.adam == nullptr) return missing(scheme::Scheme::kAdam);
-    auto adam = adam::AdamWorker::start(*contexts_.adam, store, adam_layers, workers, deadline);
+    auto adam = adam::AdamWorker::start(*contexts_.adam, store, fc_layers, batch, workers, deadline);
     if (!adam) return adam.status();
     syncers_[static_cast<size_t>(scheme::Scheme::kAdam)] = makeAdamSyncer(std::move(*adam), fc_index, replica_);
   }
   store_ = &store;
   agree_ = storeAgreement(store, options_.name + "/hybcomm", contexts_.ps->rank(), workers, kAgreementTimeout);
   return Status::ok();
+}
+
+Status HybridSyncImpl::agreeOnStart(transport::bootstrap::Store& store, Deadline deadline) {
+  // The workers compare what only they hold (the layers' kinds and shapes, K, the optimizer, how
+  // HybComm picks) before any scheme sets up; each scheme's servers check their own part.
+  model::Fingerprint items = model::modelFingerprint(replica_.model());
+  items.add("hybrid.workers", std::to_string(options_.workers));
+  items.add("hybrid.ps_servers", std::to_string(options_.ps_servers));
+  items.add("hybrid.adam_servers", std::to_string(options_.adam_servers));
+  items.add("hybrid.chunk_bytes", std::to_string(options_.chunk_bytes));
+  items.add("hybrid.optimizer", replica_.optimizer().canonical());
+  const HybCommOptions& h = options_.hybcomm;
+  std::string candidates;
+  for (scheme::Scheme c : h.candidates) candidates += fmt::format("{}{}", candidates.empty() ? "" : ",", scheme::schemeName(c));
+  items.add("hybrid.hybcomm",
+            fmt::format("mode {} fixed {} rule {} ring {} adam {} candidates {} trials {} margin {} window {}",
+                        static_cast<int>(h.mode), scheme::schemeName(h.fixed), static_cast<int>(h.closed_form.rule),
+                        h.closed_form.consider_ring, h.closed_form.consider_adam, candidates, h.trial_iterations,
+                        h.drift_margin, h.window));
+  scheme::AgreementGroup workers{options_.name + "/start", {},
+                                 [](int r) { return fmt::format("worker {} (rank {})", r, r); }};
+  for (int w = 0; w < options_.workers; ++w) workers.ranks.push_back(w);
+  return scheme::agreeOnStart(store, workers, contexts_.ps->rank(), items, deadline);
 }
 
 transport::RequestPtr HybridSyncImpl::startLayer(size_t layer, Deadline deadline) {
@@ -177,13 +194,13 @@ transport::RequestPtr HybridSyncImpl::startLayer(size_t layer, Deadline deadline
   Started& started = started_[layer];
   if (started.request) {
     return refuse(makeStatus(StatusCode::kInvalidArgument, "layer '{}' was already started in iteration {}",
-                             replica_.layer(layer).name, iteration_));
+                             replica_.layer(layer).name(), iteration_));
   }
   const scheme::Scheme s = hybcomm_.scheme(layer);
   Syncer* syncer = syncerFor(s);
   if (syncer == nullptr) {
     return refuse(makeStatus(StatusCode::kInternal, "HybComm picked {} for layer '{}', which was not set up",
-                             scheme::schemeName(s), replica_.layer(layer).name));
+                             scheme::schemeName(s), replica_.layer(layer).name()));
   }
   started.syncer = syncer;
   started.before = syncer->traffic(layer);
@@ -200,7 +217,7 @@ Result<LayerSyncResult> HybridSyncImpl::waitLayer(size_t layer, Deadline deadlin
   Started& started = started_[layer];
   if (!started.request) {
     return makeStatus(StatusCode::kInvalidArgument, "waiting for layer '{}' in iteration {}: its sync was not started",
-                      replica_.layer(layer).name, iteration_);
+                      replica_.layer(layer).name(), iteration_);
   }
   POSEIDON_RETURN_IF_ERROR(started.request->wait(deadline));
   POSEIDON_RETURN_IF_ERROR(started.request->status());
@@ -221,7 +238,7 @@ Status HybridSyncImpl::endIteration(Deadline deadline) {
     if (started.request && !started.waited) {
       return makeStatus(StatusCode::kInvalidArgument,
                         "ending iteration {} while the sync of layer '{}' was started but not waited for", iteration_,
-                        replica_.layer(l).name);
+                        replica_.layer(l).name());
     }
     started.request.reset();
   }
@@ -245,23 +262,25 @@ Status HybridSyncImpl::finish(Deadline deadline) {
   return Status::ok();
 }
 
+// P1, P2 from the options, K from the model.
+ClusterShape clusterOf(const model::Model& model, const HybridOptions& options) {
+  return {options.workers, options.ps_servers, static_cast<int64_t>(model.batch())};
+}
+
 }  // namespace
 
-Result<std::vector<scheme::Scheme>> schemesInUse(std::span<const trainer::LayerShape> layers,
-                                                    const HybridOptions& options) {
-  auto hybcomm = HybComm::create({layers.begin(), layers.end()}, {options.workers, options.ps_servers, options.batch},
-                                 options.hybcomm);
+Result<std::vector<scheme::Scheme>> schemesInUse(const model::Model& model, const HybridOptions& options) {
+  auto hybcomm = HybComm::create(model.layers(), clusterOf(model, options), options.hybcomm);
   if (!hybcomm) return hybcomm.status();
   return schemesOf(*hybcomm, options.hybcomm);
 }
 
 Result<std::unique_ptr<HybridSync>> HybridSync::start(const HybridContexts& contexts,
-                                                                 transport::bootstrap::Store& store,
-                                                                 std::vector<trainer::LayerShape> layers,
-                                                                 const HybridOptions& options, Deadline deadline) {
-  auto hybcomm = HybComm::create(layers, {options.workers, options.ps_servers, options.batch}, options.hybcomm);
+                                                      transport::bootstrap::Store& store, model::Model model,
+                                                      const HybridOptions& options, Deadline deadline) {
+  auto hybcomm = HybComm::create(model.layers(), clusterOf(model, options), options.hybcomm);
   if (!hybcomm) return hybcomm.status();
-  auto sync = std::make_unique<HybridSyncImpl>(contexts, std::move(layers), options, std::move(*hybcomm));
+  auto sync = std::make_unique<HybridSyncImpl>(contexts, std::move(model), options, std::move(*hybcomm));
   POSEIDON_RETURN_IF_ERROR(sync->setUp(store, deadline));
   return std::unique_ptr<HybridSync>(std::move(sync));
 }

@@ -14,10 +14,11 @@
 // One object per worker; the schemes' contexts are separate (each scheme owns the notification
 // streams of its pairs): the PS context holds the P1 workers then the P2 servers, the SFB and
 // ring contexts the P1 workers, the Adam context the P1 workers then its servers. Gradients of
-// an FC layer come as factors: u(l) (M x K) and v(l) (N x K), this worker's batch of K; the full
+// an FC layer come as factors: u(l) (M x K) and v(l) (N x K), K the model's batch; the full
 // M x N gradient the PS and ring schemes need is formed from them at the sync's start (a trainer
 // on PS computes that product in its backward pass anyway). Other layers give their gradient in
-// gradient(l).
+// gradient(l). Of an FC layer only the M x N weight is synced (and replicated here): the bias is
+// not carried by the schemes yet.
 #pragma once
 
 #include <chrono>
@@ -27,11 +28,11 @@
 #include <vector>
 
 #include "kernels/optimizer_config.h"
-#include "transport/request.h"
-#include "trainer/hybcomm/layer_shape.h"
+#include "model/model.h"
 #include "trainer/hybcomm/hybcomm.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
+#include "transport/request.h"
 
 namespace poseidon::trainer {
 
@@ -46,7 +47,6 @@ struct HybridOptions {
   int workers = 1;       // P1
   int ps_servers = 1;    // P2 (ranks P1.. of the PS context)
   int adam_servers = 1;  // ranks P1.. of the Adam context
-  int64_t batch = 1;     // K: the rank of each worker's FC gradient
   uint64_t chunk_bytes = uint64_t{2} << 20;  // the PS's chunks (each layer starts a fresh one)
   kernels::OptimizerConfig optimizer;  // run by every worker; grad_scale is set to 1/P1 (the mean)
   HybCommOptions hybcomm;
@@ -69,21 +69,18 @@ struct LayerSyncResult {
   uint64_t bytes_received = 0;
 };
 
-// The schemes a job with these layers and options may use in some iteration (PS always): the
+// The schemes a job with this model and options may use in some iteration (PS always): the
 // server processes of a scheme need starting only when it is listed.
-Result<std::vector<scheme::Scheme>> schemesInUse(std::span<const trainer::LayerShape> layers,
-                                                         const HybridOptions& options);
+Result<std::vector<scheme::Scheme>> schemesInUse(const model::Model& model, const HybridOptions& options);
 
 class HybridSync {
  public:
-  // Every worker calls this with the same layers and options. Sets up each scheme whose context
-  // is given (the PS always), with its buffers registered once. Fails, naming it, when HybComm
-  // may pick a scheme whose context is missing. The contexts and the store must outlive it.
-  static Result<std::unique_ptr<HybridSync>> start(const HybridContexts& contexts,
-                                                              transport::bootstrap::Store& store,
-                                                              std::vector<trainer::LayerShape> layers,
-                                                              const HybridOptions& options,
-                                                              Deadline deadline);
+  // Every worker calls this with the same model and options; the model's layers are synced, its
+  // batch is K (the rank of each worker's FC gradient). Sets up each scheme whose context is given
+  // (the PS always), with its buffers registered once. Fails, naming it, when HybComm may pick a
+  // scheme whose context is missing. The contexts and the store must outlive it.
+  static Result<std::unique_ptr<HybridSync>> start(const HybridContexts& contexts, transport::bootstrap::Store& store,
+                                                   model::Model model, const HybridOptions& options, Deadline deadline);
   virtual ~HybridSync() = default;
 
   virtual size_t layerCount() const = 0;

@@ -6,30 +6,30 @@
 
 namespace poseidon::trainer {
 
-Replica::Replica(std::vector<LayerShape> layers, int64_t batch, kernels::OptimizerConfig optimizer)
-    : layers_(std::move(layers)), batch_(batch), optimizer_(std::move(optimizer)) {
+Replica::Replica(model::Model model, kernels::OptimizerConfig optimizer)
+    : model_(std::move(model)), optimizer_(std::move(optimizer)) {
   const int words = optimizer_.stateWords();
-  const auto k = static_cast<size_t>(batch_);
-  for (const LayerShape& layer : layers_) {
+  const auto k = static_cast<size_t>(model_.batch());
+  for (const model::Layer& layer : model_.layers()) {
     const auto floats = static_cast<size_t>(layer.denseFloats());
     const bool fc = layer.isFullyConnected();
     params_.emplace_back(floats, 0.0f);
     state0_.emplace_back(words >= 1 ? floats : 0, optimizer_.stateInitialValue(0));
     state1_.emplace_back(words >= 2 ? floats : 0, optimizer_.stateInitialValue(1));
     gradients_.emplace_back(fc ? 0 : floats, 0.0f);
-    u_storage_.emplace_back(fc ? static_cast<size_t>(layer.m) * k : 0, 0.0f);
-    v_storage_.emplace_back(fc ? static_cast<size_t>(layer.n) * k : 0, 0.0f);
+    u_storage_.emplace_back(fc ? static_cast<size_t>(layer.fc().rows) * k : 0, 0.0f);
+    v_storage_.emplace_back(fc ? static_cast<size_t>(layer.fc().cols) * k : 0, 0.0f);
   }
-  for (size_t l = 0; l < layers_.size(); ++l) {
+  for (size_t l = 0; l < layerCount(); ++l) {
     u_.emplace_back(u_storage_[l]);
     v_.emplace_back(v_storage_[l]);
   }
 }
 
 Status Replica::bindFactors(size_t l, std::span<float> u, std::span<float> v) {
-  if (l >= layers_.size() || !isFc(l) || u.size() != u_[l].size() || v.size() != v_[l].size()) {
+  if (l >= layerCount() || !isFc(l) || u.size() != u_[l].size() || v.size() != v_[l].size()) {
     return makeStatus(StatusCode::kInternal, "binding the factors of layer {}: {} + {} floats, expected {} + {}", l,
-                      u.size(), v.size(), l < layers_.size() ? u_[l].size() : 0, l < layers_.size() ? v_[l].size() : 0);
+                      u.size(), v.size(), l < layerCount() ? u_[l].size() : 0, l < layerCount() ? v_[l].size() : 0);
   }
   u_[l] = u;
   v_[l] = v;
@@ -39,9 +39,9 @@ Status Replica::bindFactors(size_t l, std::span<float> u, std::span<float> v) {
 }
 
 Status Replica::loadGradient(size_t l, std::span<float> target) const {
-  const LayerShape& layer = layers_[l];
+  const model::Layer& layer = this->layer(l);
   if (target.size() != static_cast<size_t>(layer.denseFloats())) {
-    return makeStatus(StatusCode::kInternal, "loading {}'s gradient into {} floats, expected {}", layer.name,
+    return makeStatus(StatusCode::kInternal, "loading {}'s gradient into {} floats, expected {}", layer.name(),
                       target.size(), layer.denseFloats());
   }
   if (!layer.isFullyConnected()) {
@@ -52,16 +52,16 @@ Status Replica::loadGradient(size_t l, std::span<float> target) const {
   // Plain SGD with lr = -1 onto zeros: 0 - (-1 * g) = g exactly, g formed in the SF kernel's order.
   kernels::SfUpdate update;
   update.params = target.data();
-  update.rows = static_cast<size_t>(layer.m);
-  update.cols = static_cast<size_t>(layer.n);
-  update.rank = static_cast<size_t>(batch_);
+  update.rows = static_cast<size_t>(layer.fc().rows);
+  update.cols = static_cast<size_t>(layer.fc().cols);
+  update.rank = static_cast<size_t>(model_.batch());
   const float* uu = u_[l].data();
   const float* vv = v_[l].data();
   update.u = std::span<const float* const>(&uu, 1);
   update.v = std::span<const float* const>(&vv, 1);
   update.step.lr = -1.0f;
   const Status status = kernels::sfUpdate(update, kernels::Place::cpu());
-  if (!status.isOk()) return status.withContext(fmt::format("forming {}'s gradient", layer.name));
+  if (!status.isOk()) return status.withContext(fmt::format("forming {}'s gradient", layer.name()));
   return Status::ok();
 }
 
@@ -74,7 +74,7 @@ Status Replica::applyStep(size_t l, const float* summed, uint64_t iteration) {
   update.gradients = std::span<const float* const>(&summed, 1);
   update.step = optimizer_.stepFor(iteration);
   const Status status = kernels::chunkUpdate(update, kernels::Place::cpu());
-  if (!status.isOk()) return status.withContext(fmt::format("updating {}", layers_[l].name));
+  if (!status.isOk()) return status.withContext(fmt::format("updating {}", layer(l).name()));
   return Status::ok();
 }
 

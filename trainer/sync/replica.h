@@ -12,21 +12,25 @@
 
 #include "common/status.h"
 #include "kernels/optimizer_config.h"
-#include "trainer/hybcomm/layer_shape.h"
+#include "model/model.h"
 
 namespace poseidon::trainer {
 
 class Replica {
  public:
-  // `optimizer` runs on every worker; its grad_scale should already be 1/P1 (the mean).
-  Replica(std::vector<LayerShape> layers, int64_t batch, kernels::OptimizerConfig optimizer);
+  // `optimizer` runs on every worker; its grad_scale should already be 1/P1 (the mean). The
+  // model's batch is K, the rank of every FC layer's factors. A layer's replica is its
+  // denseFloats(): an FC layer's M x N weight (its bias is not synced by the schemes yet), every
+  // parameter of any other layer.
+  Replica(model::Model model, kernels::OptimizerConfig optimizer);
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
 
-  size_t layerCount() const { return layers_.size(); }
-  const LayerShape& layer(size_t l) const { return layers_[l]; }
-  bool isFc(size_t l) const { return layers_[l].isFullyConnected(); }
-  int64_t batch() const { return batch_; }
+  size_t layerCount() const { return model_.layers().size(); }
+  const model::Model& model() const { return model_; }
+  const model::Layer& layer(size_t l) const { return model_.layers()[l]; }
+  bool isFc(size_t l) const { return layer(l).isFullyConnected(); }
+  uint64_t batch() const { return model_.batch(); }
   const kernels::OptimizerConfig& optimizer() const { return optimizer_; }
 
   std::span<float> params(size_t l) { return params_[l]; }
@@ -50,8 +54,7 @@ class Replica {
   Status applyStep(size_t l, const float* summed, uint64_t iteration);
 
  private:
-  std::vector<LayerShape> layers_;
-  int64_t batch_;
+  model::Model model_;
   kernels::OptimizerConfig optimizer_;
   std::vector<std::vector<float>> params_, state0_, state1_, gradients_;
   std::vector<std::vector<float>> u_storage_, v_storage_;

@@ -8,8 +8,8 @@ namespace poseidon::trainer {
 namespace {
 
 std::string describe(scheme::Scheme scheme, const Replica& replica, size_t layer, uint64_t iteration) {
-  return fmt::format("{} sync of layer '{}' (#{}) iteration {}", scheme::schemeName(scheme), replica.layer(layer).name,
-                     layer, iteration);
+  return fmt::format("{} sync of layer '{}' (#{}) iteration {}", scheme::schemeName(scheme),
+                     replica.layer(layer).name(), layer, iteration);
 }
 
 transport::RequestPtr unknownLayer(scheme::Scheme scheme, const Replica& replica, size_t layer) {

@@ -64,6 +64,10 @@ Status runRank(int rank, const std::string& dir, bool mismatch) {
     for (float& w : (*client)->allParameters()) w = 0.5f;
   }
   POSEIDON_RETURN_IF_ERROR((*client)->initialize(deadline));
+  // Every worker starts from worker 0's parameters: its first pull brings them.
+  std::vector<transport::RequestPtr> first;
+  for (size_t l = 0; l < (*client)->layerCount(); ++l) first.push_back((*client)->pull(l));
+  for (const auto& request : first) POSEIDON_RETURN_IF_ERROR((*client)->wait(request, deadline));
   const std::vector<size_t> starts = model.layerStarts();  // each layer's first tensor
   for (int clock = 0; clock < kClocks; ++clock) {
     std::vector<transport::RequestPtr> requests;
