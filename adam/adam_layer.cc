@@ -7,7 +7,6 @@
 
 namespace poseidon::adam {
 
-
 namespace {
 
 // total += count * each, false when any step overflows or the total's bytes would not fit a size_t.

@@ -30,9 +30,7 @@ namespace poseidon::adam {
 // The placement both sides use: layer l is held by server l % servers. With one server this is
 // [Poseidon 2015]'s single master node (its Fig. 4(c)); with more, round robin spreads the layers, and so
 // the scheme's hot nodes, over them.
-constexpr int adamServerOf(size_t layer, int servers) {
-  return static_cast<int>(layer % static_cast<size_t>(servers));
-}
+constexpr int adamServerOf(size_t layer, int servers) { return static_cast<int>(layer % static_cast<size_t>(servers)); }
 
 class AdamLayout {
  public:

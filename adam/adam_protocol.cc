@@ -54,8 +54,8 @@ Status publishAdamWorker(transport::bootstrap::Store& store, std::string_view co
 }
 
 Result<std::vector<RemoteDescriptor>> fetchAdamServers(transport::bootstrap::Store& store,
-                                                      std::string_view context_name, const AdamLayout& layout,
-                                                      Deadline deadline) {
+                                                       std::string_view context_name, const AdamLayout& layout,
+                                                       Deadline deadline) {
   std::vector<int> servers(static_cast<size_t>(layout.servers()));
   for (int s = 0; s < layout.servers(); ++s) servers[static_cast<size_t>(s)] = s;
   const auto needs = [&](int s) { return RegionNeeds{layout.fingerprint(), {uint64_t{layout.slotTotal(s)} * 4}}; };
@@ -67,14 +67,16 @@ Result<std::vector<RemoteDescriptor>> fetchAdamServers(transport::bootstrap::Sto
 }
 
 Result<std::vector<AdamWorkerRegions>> fetchAdamWorkers(transport::bootstrap::Store& store,
-                                                       std::string_view context_name, const AdamLayout& layout,
-                                                       Deadline deadline) {
+                                                        std::string_view context_name, const AdamLayout& layout,
+                                                        Deadline deadline) {
   std::vector<int> workers(static_cast<size_t>(layout.workers()));
   for (int p = 0; p < layout.workers(); ++p) workers[static_cast<size_t>(p)] = p;
   const RegionNeeds needs{layout.fingerprint(),
                           {uint64_t{layout.gradientTotal()} * sizeof(float),
                            uint64_t{static_cast<size_t>(layout.servers()) * kAdamNoticeBytes}}};
-  auto published = exchange(store, context_name, "worker").fetchAll(workers, [&](int) { return needs; }, deadline);
+  auto published = exchange(store, context_name, "worker")
+                       .fetchAll(
+                           workers, [&](int) { return needs; }, deadline);
   if (!published) return published.status();
   std::vector<AdamWorkerRegions> regions;
   for (const auto& worker : *published) regions.push_back({worker.descriptors[0], worker.descriptors[1]});

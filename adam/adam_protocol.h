@@ -52,7 +52,7 @@ constexpr uint32_t adamIterationLow(uint64_t iteration) { return static_cast<uin
 
 // `layer` < kAdamMaxLayers (AdamLayout::build refuses more); the low 16 bits of `value` travel.
 template <typename Type>
-  requires std::same_as<Type, AdamToServer> || std::same_as<Type, AdamToWorker>
+requires std::same_as<Type, AdamToServer> || std::same_as<Type, AdamToWorker>
 constexpr uint32_t encodeAdamImm(Type type, size_t layer, uint64_t value) {
   return uint32_t{static_cast<uint8_t>(type)} << 30 | static_cast<uint32_t>(layer & (kAdamMaxLayers - 1)) << 16 |
          adamIterationLow(value);
@@ -77,21 +77,19 @@ struct AdamWorkerRegions {
 // the context's name so several jobs can share one store; the values are the region exchange's
 // (transport/bootstrap/region_exchange.h), with the layout's fingerprint.
 Status publishAdamServer(transport::bootstrap::Store& store, std::string_view context_name, int server,
-                                    const AdamLayout& layout, const transport::MemoryRegion& slots);
+                         const AdamLayout& layout, const transport::MemoryRegion& slots);
 Status publishAdamWorker(transport::bootstrap::Store& store, std::string_view context_name, int worker,
-                                    const AdamLayout& layout, const transport::MemoryRegion& gradients,
-                                    const transport::MemoryRegion& notices);
+                         const AdamLayout& layout, const transport::MemoryRegion& gradients,
+                         const transport::MemoryRegion& notices);
 
 // Every server's slot buffer, and every worker's buffers, by index. Fail naming the rank whose
 // value is malformed, whose layout differs from ours (fingerprint), or whose buffer is smaller
 // than the layout needs; a timeout names the key still missing.
 Result<std::vector<transport::RemoteDescriptor>> fetchAdamServers(transport::bootstrap::Store& store,
-                                                                            std::string_view context_name,
-                                                                            const AdamLayout& layout,
-                                                                            Deadline deadline);
+                                                                  std::string_view context_name,
+                                                                  const AdamLayout& layout, Deadline deadline);
 Result<std::vector<AdamWorkerRegions>> fetchAdamWorkers(transport::bootstrap::Store& store,
-                                                                   std::string_view context_name,
-                                                                   const AdamLayout& layout,
-                                                                   Deadline deadline);
+                                                        std::string_view context_name, const AdamLayout& layout,
+                                                        Deadline deadline);
 
 }  // namespace poseidon::adam

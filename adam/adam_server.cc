@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/sf_update.h"
 #include "adam/adam_protocol.h"
 #include "common/deadline_wait.h"
+#include "kernels/sf_update.h"
 
 namespace poseidon::adam {
 
@@ -310,9 +310,9 @@ Status AdamServerImpl::onPush(int worker, uint32_t raw) {
                       adamIterationLow(iteration));
   }
   if (const int gone = departedWorker(); gone >= 0) {
-    const Status status = makeStatus(StatusCode::kConnectionError,
-                                     "Adam server {}: {} iteration {} cannot complete: {} has said goodbye", server_,
-                                     layout_.describe(l), iteration, workerName(gone));
+    const Status status =
+        makeStatus(StatusCode::kConnectionError, "Adam server {}: {} iteration {} cannot complete: {} has said goodbye",
+                   server_, layout_.describe(l), iteration, workerName(gone));
     fail(gone, status);
     return status;
   }
@@ -359,10 +359,9 @@ Status AdamServerImpl::completeLocked(size_t l, LayerState& state) {
   const uint64_t bytes = floats * sizeof(float);
   for (int p = 0; p < layout_.workers(); ++p) {
     const auto w = static_cast<size_t>(p);
-    state.writes[w] =
-        context_.pair(p).write(*gradients_region_, offset * sizeof(float), workers_[w].gradients,
-                               layout_.gradientOffset(l) * sizeof(float), bytes,
-                               encodeAdamImm(AdamToWorker::kGradient, l, iteration));
+    state.writes[w] = context_.pair(p).write(*gradients_region_, offset * sizeof(float), workers_[w].gradients,
+                                             layout_.gradientOffset(l) * sizeof(float), bytes,
+                                             encodeAdamImm(AdamToWorker::kGradient, l, iteration));
     state.traffic.sent_bytes += bytes;
     ++state.traffic.sent_messages;
   }
@@ -410,9 +409,8 @@ void AdamServerImpl::reportStalls(int worker) {
     state.told[w] = laggard;
     // An empty write: only the immediate travels. Posted under the layer's lock, so it reaches the
     // worker before this iteration's G. A failure shows up in this worker's thread.
-    (void)context_.pair(worker).write(
-        *notice_region_, 0, workers_[w].notices, 0, 0,
-        encodeAdamImm(AdamToWorker::kWaiting, l, static_cast<uint64_t>(laggard)));
+    (void)context_.pair(worker).write(*notice_region_, 0, workers_[w].notices, 0, 0,
+                                      encodeAdamImm(AdamToWorker::kWaiting, l, static_cast<uint64_t>(laggard)));
   }
 }
 
@@ -461,8 +459,8 @@ Result<std::unique_ptr<AdamServer>> AdamServer::start(transport::Context& contex
   if (!layout) return layout.status();
   if (context.rank() < workers) {
     return makeStatus(StatusCode::kInvalidArgument,
-                      "rank {} is a worker of the Adam job (ranks 0..{}); a server runs on ranks {}..{}", context.rank(),
-                      workers - 1, workers, context.size() - 1);
+                      "rank {} is a worker of the Adam job (ranks 0..{}); a server runs on ranks {}..{}",
+                      context.rank(), workers - 1, workers, context.size() - 1);
   }
   auto server = std::make_unique<AdamServerImpl>(context, std::move(*layout), options);
   POSEIDON_RETURN_IF_ERROR(server->setUp(store, deadline));

@@ -14,15 +14,14 @@
 
 namespace poseidon::adam {
 
-
 namespace {
 
 struct LayerState {
-  uint64_t pushed = 0;  // iterations pushed
-  uint64_t landed = 0;  // gradients received
-  bool waited = true;   // wait() returned OK for every push so far
+  uint64_t pushed = 0;         // iterations pushed
+  uint64_t landed = 0;         // gradients received
+  bool waited = true;          // wait() returned OK for every push so far
   transport::RequestPtr push;  // the write of the last push
-  int laggard = -1;     // whose factors the server said this iteration waits for (-1: not said)
+  int laggard = -1;            // whose factors the server said this iteration waits for (-1: not said)
   Clock::time_point laggard_since{};
   scheme::Traffic traffic;
 };
@@ -66,7 +65,8 @@ class AdamWorkerImpl final : public AdamWorker {
   }
   std::span<float> v(size_t l) override {
     if (l >= layout_.layerCount()) return {};
-    return {factors_.data() + layout_.factorOffset(l) + layout_.uFloats(l), layout_.factorFloats(l) - layout_.uFloats(l)};
+    return {factors_.data() + layout_.factorOffset(l) + layout_.uFloats(l),
+            layout_.factorFloats(l) - layout_.uFloats(l)};
   }
   std::span<const float> gradient(size_t l) const override {
     if (l >= layout_.layerCount()) return {};
@@ -138,10 +138,10 @@ Status AdamWorkerImpl::setUp(transport::bootstrap::Store& store, Deadline deadli
     std::unique_ptr<transport::MemoryRegion>* region;
     const char* what;
   };
-  for (const Registration& r : {Registration{factors_.data(), factors_.size() * sizeof(float), &factors_region_, "factor"},
-                                Registration{gradients_.data(), gradients_.size() * sizeof(float), &gradients_region_,
-                                             "gradient"},
-                                Registration{notices_.data(), notices_.size(), &notices_region_, "notice"}}) {
+  for (const Registration& r :
+       {Registration{factors_.data(), factors_.size() * sizeof(float), &factors_region_, "factor"},
+        Registration{gradients_.data(), gradients_.size() * sizeof(float), &gradients_region_, "gradient"},
+        Registration{notices_.data(), notices_.size(), &notices_region_, "notice"}}) {
     auto made = context_.registerMemory(r.data, r.bytes);
     if (!made) return made.status().withContext(fmt::format("Adam worker {}: {} buffer", worker_, r.what));
     *r.region = std::move(*made);
@@ -253,8 +253,8 @@ Status AdamWorkerImpl::push(size_t l) {
   }
   const uint64_t bytes = layout_.factorFloats(l) * sizeof(float);
   layer.push = context_.pair(serverRank(server))
-                   .write(*factors_region_, layout_.factorOffset(l) * sizeof(float), slots_[static_cast<size_t>(server)],
-                          layout_.slotOffset(l, worker_) * sizeof(float), bytes,
+                   .write(*factors_region_, layout_.factorOffset(l) * sizeof(float),
+                          slots_[static_cast<size_t>(server)], layout_.slotOffset(l, worker_) * sizeof(float), bytes,
                           encodeAdamImm(AdamToServer::kPush, l, layer.pushed));
   ++layer.pushed;
   layer.waited = false;
@@ -304,9 +304,8 @@ Status AdamWorkerImpl::wait(size_t l, Deadline deadline) {
 }
 
 transport::RequestPtr AdamWorkerImpl::start(size_t l, Deadline deadline) {
-  std::string what = l < layout_.layerCount()
-                         ? fmt::format("worker {}: Adam sync of {}", worker_, layout_.describe(l))
-                         : fmt::format("worker {}: Adam sync of layer {}", worker_, l);
+  std::string what = l < layout_.layerCount() ? fmt::format("worker {}: Adam sync of {}", worker_, layout_.describe(l))
+                                              : fmt::format("worker {}: Adam sync of layer {}", worker_, l);
   Status pushed = push(l);
   if (!pushed.isOk()) return transport::failedRequest(std::move(what), std::move(pushed));
   return driver_->submit(std::move(what), [this, l, deadline] { return wait(l, deadline); });
@@ -346,8 +345,8 @@ Result<std::unique_ptr<AdamWorker>> AdamWorker::start(transport::Context& contex
   if (!layout) return layout.status();
   if (context.rank() >= workers) {
     return makeStatus(StatusCode::kInvalidArgument,
-                      "rank {} is a server of the Adam job (ranks {}..{}); a worker runs on ranks 0..{}", context.rank(),
-                      workers, context.size() - 1, workers - 1);
+                      "rank {} is a server of the Adam job (ranks {}..{}); a worker runs on ranks 0..{}",
+                      context.rank(), workers, context.size() - 1, workers - 1);
   }
   auto worker = std::make_unique<AdamWorkerImpl>(context, std::move(*layout));
   POSEIDON_RETURN_IF_ERROR(worker->setUp(store, deadline));

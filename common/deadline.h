@@ -20,8 +20,7 @@ class Deadline {
   std::chrono::nanoseconds remaining() const {
     if (isNever()) return std::chrono::nanoseconds::max();
     auto left = at_ - Clock::now();
-    return left.count() > 0 ? std::chrono::duration_cast<std::chrono::nanoseconds>(left)
-                            : std::chrono::nanoseconds(0);
+    return left.count() > 0 ? std::chrono::duration_cast<std::chrono::nanoseconds>(left) : std::chrono::nanoseconds(0);
   }
   // Milliseconds left for poll()/epoll_wait(): -1 for never.
   int remainingMillisForPoll() const {

@@ -62,7 +62,7 @@ Status errnoStatus(StatusCode code, const std::string& what);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool isOk() const { return value_.has_value(); }
@@ -92,8 +92,8 @@ class StatusError : public std::runtime_error {
 
 }  // namespace poseidon
 
-#define POSEIDON_RETURN_IF_ERROR(expr)              \
-  do {                                              \
-    ::poseidon::Status _st = (expr);     \
-    if (!_st.isOk()) return _st;                    \
+#define POSEIDON_RETURN_IF_ERROR(expr) \
+  do {                                 \
+    ::poseidon::Status _st = (expr);   \
+    if (!_st.isOk()) return _st;       \
   } while (0)

@@ -15,9 +15,9 @@ namespace poseidon::kernels {
 
 struct ChunkUpdate {
   float* params = nullptr;
-  float* state0 = nullptr;  // stateWords() >= 1: velocity / sum of squares / first moment
-  float* state1 = nullptr;  // stateWords() == 2: Adam's second moment
-  size_t count = 0;         // elements
+  float* state0 = nullptr;                  // stateWords() >= 1: velocity / sum of squares / first moment
+  float* state1 = nullptr;                  // stateWords() == 2: Adam's second moment
+  size_t count = 0;                         // elements
   std::span<const float* const> gradients;  // rank order; at least one
   OptimizerStep step;
 };

@@ -21,8 +21,7 @@ struct Names {
 };
 
 template <typename Cpu, typename Cuda>
-Status run(const char* call, Names names, Place place, const std::string& problem, Cpu&& on_cpu,
-                 Cuda&& on_cuda) {
+Status run(const char* call, Names names, Place place, const std::string& problem, Cpu&& on_cpu, Cuda&& on_cuda) {
   const char* device = place.device == Device::kCpu ? "cpu" : place.device == Device::kCuda ? "cuda" : nullptr;
   if (device == nullptr) {
     return makeStatus(StatusCode::kInvalidArgument, "{}: device {} is not cpu (1) or cuda (2)", call,
@@ -58,8 +57,8 @@ Status sfUpdate(const SfUpdate& update, Place place) {
 
 Status pack(const PackJob& job, Place place) {
   return run(
-      "pack", {"pack cpu", "pack cuda"}, place, packProblem(job, place.device == Device::kCpu),
-      [&] { packCpu(job); }, [&] { return dispatch_detail::packOnCuda(job, place.stream); });
+      "pack", {"pack cpu", "pack cuda"}, place, packProblem(job, place.device == Device::kCpu), [&] { packCpu(job); },
+      [&] { return dispatch_detail::packOnCuda(job, place.stream); });
 }
 
 Status unpack(const PackJob& job, Place place) {

@@ -33,9 +33,9 @@ struct Place {
   static Place cuda(CudaStream s) { return {Device::kCuda, s}; }
 };
 
-// What a dispatched call returns: OK, or kInvalidArgument / kUnavailable / kInternal saying why not ("sfUpdate on cuda: v has 3 factors but u has 4";
-// "chunkUpdate on cuda: this build has no CUDA (nvcc was not found)"). Never throws for bad
-// arguments: the message says which.
+// What a dispatched call returns: OK, or kInvalidArgument / kUnavailable / kInternal saying why not ("sfUpdate on cuda:
+// v has 3 factors but u has 4"; "chunkUpdate on cuda: this build has no CUDA (nvcc was not found)"). Never throws for
+// bad arguments: the message says which.
 
 bool kernelsHaveCuda();
 

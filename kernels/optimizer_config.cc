@@ -8,7 +8,6 @@
 
 namespace poseidon::kernels {
 
-
 namespace {
 
 // Range checks of validate(): each names the field, its value and the accepted range.
@@ -54,8 +53,10 @@ Status validateSchedule(const LrSchedule& s) {
       }
       return Status::ok();
   }
-  return makeStatus(StatusCode::kInvalidArgument, "optimizer schedule {} is not constant (0), step (1), poly (2) or "
-                    "cosine (3)", static_cast<int>(s.kind));
+  return makeStatus(StatusCode::kInvalidArgument,
+                    "optimizer schedule {} is not constant (0), step (1), poly (2) or "
+                    "cosine (3)",
+                    static_cast<int>(s.kind));
 }
 
 }  // namespace
@@ -147,8 +148,8 @@ std::string OptimizerConfig::canonical() const {
   return fmt::format(
       "optimizer={} lr={:.17g} schedule={} step_size={} gamma={:.17g} max_steps={} power={:.17g} min_lr={:.17g} "
       "grad_scale={:.9g} wd={:.9g} momentum={:.9g} nesterov={} eps={:.9g} beta1={:.9g} beta2={:.9g} init={:.9g}",
-      optimizerName(kind), lr.base_lr, scheduleName(lr.kind), lr.step_size, lr.gamma, lr.max_steps, lr.power,
-      lr.min_lr, grad_scale, weight_decay, momentum, nesterov ? 1 : 0, eps, beta1, beta2, initial_accumulator);
+      optimizerName(kind), lr.base_lr, scheduleName(lr.kind), lr.step_size, lr.gamma, lr.max_steps, lr.power, lr.min_lr,
+      grad_scale, weight_decay, momentum, nesterov ? 1 : 0, eps, beta1, beta2, initial_accumulator);
 }
 
 const char* scheduleName(LrSchedule::Kind kind) {

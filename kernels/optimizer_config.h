@@ -10,11 +10,10 @@
 #include <string>
 #include <string_view>
 
-#include "kernels/optimizer_step.h"
 #include "common/status.h"
+#include "kernels/optimizer_step.h"
 
 namespace poseidon::kernels {
-
 
 struct LrSchedule {
   enum class Kind : uint8_t { kConstant = 0, kStep = 1, kPoly = 2, kCosine = 3 };
@@ -42,13 +41,13 @@ struct OptimizerConfig {
   // the weights and optimizer state never leave the workers. BSP only (validated by the server).
   bool sum_only = false;
   LrSchedule lr;
-  float grad_scale = 1.0f;   // the server sets 1/P1 when it averages
+  float grad_scale = 1.0f;  // the server sets 1/P1 when it averages
   float weight_decay = 0.0f;
-  float momentum = 0.0f;     // SGD
-  bool nesterov = false;     // SGD, needs momentum > 0
-  float eps = 1e-8f;         // Adagrad, Adam
-  float beta1 = 0.9f;        // Adam
-  float beta2 = 0.999f;      // Adam
+  float momentum = 0.0f;             // SGD
+  bool nesterov = false;             // SGD, needs momentum > 0
+  float eps = 1e-8f;                 // Adagrad, Adam
+  float beta1 = 0.9f;                // Adam
+  float beta2 = 0.999f;              // Adam
   float initial_accumulator = 0.0f;  // Adagrad's starting sum of squares (Downpour uses 0.1)
 
   // OK, or kInvalidArgument naming the field, its value and the accepted range.
@@ -66,7 +65,8 @@ struct OptimizerConfig {
 // Parses "sgd", "sgd:lr=0.1,momentum=0.9,wd=5e-4,nesterov=1", "adagrad:lr=0.01,init=0.1",
 // "adam:lr=0.001,beta1=0.9,beta2=0.999,eps=1e-8", with schedule keys
 // "schedule=step,step_size=30,gamma=0.1" | "schedule=poly,max_steps=1000,power=0.9" |
-// "schedule=cosine,max_steps=1000,min_lr=0", or "sum" (no options). Unknown keys and bad numbers are errors naming them.
+// "schedule=cosine,max_steps=1000,min_lr=0", or "sum" (no options). Unknown keys and bad numbers are errors naming
+// them.
 Result<OptimizerConfig> parseOptimizer(std::string_view spec);
 
 const char* optimizerName(OptimizerKind kind);

@@ -18,7 +18,6 @@
 
 namespace poseidon::kernels {
 
-
 namespace {
 
 using Kind = LrSchedule::Kind;
@@ -62,8 +61,8 @@ Status setBool(bool& field, std::string_view key, std::string_view text) {
   } else if (text == "0" || text == "false") {
     field = false;
   } else {
-    return makeStatus(StatusCode::kInvalidArgument, "optimizer option '{}' value '{}' is not 0, 1, true or false",
-                      key, text);
+    return makeStatus(StatusCode::kInvalidArgument, "optimizer option '{}' value '{}' is not 0, 1, true or false", key,
+                      text);
   }
   return Status::ok();
 }
@@ -188,7 +187,8 @@ Result<OptimizerConfig> parseOptimizer(std::string_view spec) {
   const auto kinds = {OptimizerKind::kSgd, OptimizerKind::kAdagrad, OptimizerKind::kAdam};
   const auto kind = std::find_if(kinds.begin(), kinds.end(), [&](OptimizerKind k) { return name == optimizerName(k); });
   if (kind == kinds.end()) {
-    return makeStatus(StatusCode::kInvalidArgument, "unknown optimizer '{}' (expected sgd, adagrad, adam or sum)", name);
+    return makeStatus(StatusCode::kInvalidArgument, "unknown optimizer '{}' (expected sgd, adagrad, adam or sum)",
+                      name);
   }
   config.kind = *kind;
   auto options = splitOptions(colon == std::string_view::npos ? std::string_view() : spec.substr(colon + 1));

@@ -13,11 +13,11 @@ enum class OptimizerKind : uint8_t { kSgd = 1, kAdagrad = 2, kAdam = 3 };
 
 struct OptimizerStep {
   OptimizerKind kind = OptimizerKind::kSgd;
-  float lr = 0.01f;            // this step's learning rate (after the schedule)
-  float grad_scale = 1.0f;     // multiplies the summed gradient (1/P for the mean)
-  float weight_decay = 0.0f;   // L2: g += weight_decay * w, before the optimizer
+  float lr = 0.01f;           // this step's learning rate (after the schedule)
+  float grad_scale = 1.0f;    // multiplies the summed gradient (1/P for the mean)
+  float weight_decay = 0.0f;  // L2: g += weight_decay * w, before the optimizer
   // SGD
-  float momentum = 0.0f;       // 0: plain SGD, no state
+  float momentum = 0.0f;  // 0: plain SGD, no state
   bool nesterov = false;
   // Adagrad and Adam
   float eps = 1e-8f;

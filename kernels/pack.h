@@ -30,9 +30,9 @@ constexpr const char* packedTypeName(PackedType type) {
 }
 
 struct PackPiece {
-  float* tensor = nullptr;    // the tensor's elements (read by pack, written by unpack)
-  uint64_t offset = 0;        // where they sit in the packed buffer, in packed elements
-  uint64_t count = 0;         // elements
+  float* tensor = nullptr;  // the tensor's elements (read by pack, written by unpack)
+  uint64_t offset = 0;      // where they sit in the packed buffer, in packed elements
+  uint64_t count = 0;       // elements
 };
 
 struct PackJob {
@@ -40,7 +40,7 @@ struct PackJob {
   // overlap the packed buffer. The CUDA twin wants this table in device memory: it splits the
   // packed range evenly over its blocks and finds each block's first piece by binary search.
   std::span<const PackPiece> pieces;
-  void* packed = nullptr;             // packed_count elements of `type`
+  void* packed = nullptr;  // packed_count elements of `type`
   uint64_t packed_count = 0;
   PackedType type = PackedType::kF32;
   // pack: packed = convert(tensor * scale); unpack: tensor = float(packed) * scale. The product

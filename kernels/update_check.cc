@@ -10,10 +10,10 @@ std::string stepProblem(const OptimizerStep& step, const float* state0, const fl
     return fmt::format("step.kind {} is not sgd (1), adagrad (2) or adam (3)", static_cast<int>(step.kind));
   }
   const int words = stateWords(step.kind, step.momentum);
-  const std::string needs = step.kind == OptimizerKind::kSgd
-                                ? fmt::format("sgd with momentum {} needs {} state word(s) per parameter",
-                                              step.momentum, words)
-                                : fmt::format("{} needs {} state word(s) per parameter", kind, words);
+  const std::string needs =
+      step.kind == OptimizerKind::kSgd
+          ? fmt::format("sgd with momentum {} needs {} state word(s) per parameter", step.momentum, words)
+          : fmt::format("{} needs {} state word(s) per parameter", kind, words);
   if (words >= 1 && state0 == nullptr) return "state0 is null but " + needs;
   if (words >= 2 && state1 == nullptr) return "state1 is null but " + needs;
   return {};

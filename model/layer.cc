@@ -22,10 +22,14 @@ std::string dimensionsText(const Tensor& tensor) {
 Status validateConv(const Layer& layer) {
   const ConvShape& c = layer.conv();
   const std::pair<const char*, uint64_t> dimensions[] = {
-      {"output channels", c.out_channels}, {"input channels per group", c.in_channels},
-      {"kernel height", c.kernel_h},       {"kernel width", c.kernel_w},
-      {"groups", c.groups},                {"stride", c.stride},
-      {"output height", c.out_h},          {"output width", c.out_w},
+      {"output channels", c.out_channels},
+      {"input channels per group", c.in_channels},
+      {"kernel height", c.kernel_h},
+      {"kernel width", c.kernel_w},
+      {"groups", c.groups},
+      {"stride", c.stride},
+      {"output height", c.out_h},
+      {"output width", c.out_w},
   };
   for (const auto& [what, value] : dimensions) {
     if (value < 1) {
@@ -45,12 +49,9 @@ Status validateConv(const Layer& layer) {
 
 const char* layerKindName(LayerKind kind) {
   switch (kind) {
-    case LayerKind::kFullyConnected:
-      return "fc";
-    case LayerKind::kConvolution:
-      return "conv";
-    case LayerKind::kOther:
-      return "other";
+    case LayerKind::kFullyConnected: return "fc";
+    case LayerKind::kConvolution: return "conv";
+    case LayerKind::kOther: return "other";
   }
   return "unknown";
 }
@@ -108,8 +109,8 @@ double Layer::forwardFlops() const {
     return 2 * rows * static_cast<double>(fc_.cols) + (fc_.bias ? rows : 0);
   }
   if (isConvolution()) {
-    const double outputs = static_cast<double>(conv_.out_channels) * static_cast<double>(conv_.out_h) *
-                           static_cast<double>(conv_.out_w);
+    const double outputs =
+        static_cast<double>(conv_.out_channels) * static_cast<double>(conv_.out_h) * static_cast<double>(conv_.out_w);
     const double per_output = static_cast<double>(conv_.in_channels) * static_cast<double>(conv_.kernel_h) *
                               static_cast<double>(conv_.kernel_w);
     return 2 * outputs * per_output + (conv_.bias ? outputs : 0);

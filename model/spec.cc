@@ -181,9 +181,10 @@ class Parser {
     const std::string_view rest = colon == std::string_view::npos ? std::string_view() : section.substr(colon + 1);
     if (colon == std::string_view::npos ||
         (kind != "uniform" && kind != "tensors" && kind != "other" && kind != "fc" && kind != "conv")) {
-      return error("section '{}' is not a zoo name ({}), batch=K, input=CxHxW or uniform:, tensors:, other:, fc:, "
-                   "conv: followed by layers",
-                   section, fmt::join(zooNames(), ", "));
+      return error(
+          "section '{}' is not a zoo name ({}), batch=K, input=CxHxW or uniform:, tensors:, other:, fc:, "
+          "conv: followed by layers",
+          section, fmt::join(zooNames(), ", "));
     }
     if (kind == "uniform") return uniform(section, rest, layers);
     if (rest.empty()) return error("section '{}' lists no layers", section);
@@ -236,12 +237,12 @@ std::string layerValue(const Layer& layer) {
   }
   const std::vector<Tensor>& tensors = layer.tensors();
   if (tensors.size() == 1 && tensors[0].name == layer.name()) return std::to_string(tensors[0].floats);
-  if (tensors.size() == 2 && tensors[0].name == layer.name() + ".weight" &&
-      tensors[1].name == layer.name() + ".bias") {
+  if (tensors.size() == 2 && tensors[0].name == layer.name() + ".weight" && tensors[1].name == layer.name() + ".bias") {
     return fmt::format("{}+{}", tensors[0].floats, tensors[1].floats);
   }
   std::string value;
-  for (const Tensor& tensor : tensors) value += fmt::format("{}{}:{}", value.empty() ? "" : "+", tensor.name, tensor.floats);
+  for (const Tensor& tensor : tensors)
+    value += fmt::format("{}{}:{}", value.empty() ? "" : "+", tensor.name, tensor.floats);
   return value;
 }
 
@@ -280,7 +281,8 @@ std::string formatModelSpec(const Model& model) {
       kind = layer_kind;
     }
   }
-  if (zoo.has_value() ? model.batch() != zoo->batch() : model.batch() != 1) spec += fmt::format(";batch={}", model.batch());
+  if (zoo.has_value() ? model.batch() != zoo->batch() : model.batch() != 1)
+    spec += fmt::format(";batch={}", model.batch());
   if (model.input().has_value() && (!zoo.has_value() || model.input() != zoo->input())) {
     spec += ";input=" + inputText(*model.input());
   }

@@ -58,8 +58,8 @@ Model alexnetTorchvision() {
 
 Model vgg19(uint64_t classes) {
   // Configuration E: 3x3 convolutions (pad 1) in five blocks, a 2x2 max pool after each.
-  const uint64_t blocks[][4] = {{64, 64, 0, 0}, {128, 128, 0, 0}, {256, 256, 256, 256}, {512, 512, 512, 512},
-                                {512, 512, 512, 512}};
+  const uint64_t blocks[][4] = {
+      {64, 64, 0, 0}, {128, 128, 0, 0}, {256, 256, 256, 256}, {512, 512, 512, 512}, {512, 512, 512, 512}};
   std::vector<Layer> layers;
   Activation x{3, 224, 224};
   int index = 1;
@@ -70,8 +70,9 @@ Model vgg19(uint64_t classes) {
     x = pool(x, square(2, 2));
   }
   appendClassifier(layers, x.channels * x.height * x.width, classes);  // 512 x 7 x 7 = 25088
-  return Model(classes == kImageNetClasses ? "vgg19" : classes == kImageNet22kClasses ? "vgg19-22k"
-                                                                                      : fmt::format("vgg19-{}", classes),
+  return Model(classes == kImageNetClasses      ? "vgg19"
+               : classes == kImageNet22kClasses ? "vgg19-22k"
+                                                : fmt::format("vgg19-{}", classes),
                std::move(layers), kVggBatch, InputShape{3, 224, 224});
 }
 

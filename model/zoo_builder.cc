@@ -11,8 +11,8 @@ uint64_t outputSize(uint64_t in, uint64_t kernel, uint64_t stride, uint64_t pad,
 
 }  // namespace
 
-Activation conv(std::vector<Layer>& layers, const std::string& name, Activation in, uint64_t out,
-                const Window& window, ConvOptions options) {
+Activation conv(std::vector<Layer>& layers, const std::string& name, Activation in, uint64_t out, const Window& window,
+                ConvOptions options) {
   ConvShape shape;
   shape.out_channels = out;
   shape.in_channels = in.channels / options.groups;

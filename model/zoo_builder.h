@@ -41,8 +41,8 @@ struct ConvOptions {
 };
 
 // Appends the convolution `name` of `in` to `out` channels and returns its output.
-Activation conv(std::vector<Layer>& layers, const std::string& name, Activation in, uint64_t out,
-                const Window& window, ConvOptions options = {});
+Activation conv(std::vector<Layer>& layers, const std::string& name, Activation in, uint64_t out, const Window& window,
+                ConvOptions options = {});
 // Appends batch norm `name` over `channels` (scale and shift: "<name>.weight", "<name>.bias";
 // the running mean and variance are statistics, not trained parameters, and are not synced).
 void batchNorm(std::vector<Layer>& layers, const std::string& name, uint64_t channels);

@@ -11,8 +11,7 @@ Result<ChunkLayout> ChunkLayout::build(std::span<const model::Tensor> tensors, i
   if (tensors.empty()) return makeStatus(StatusCode::kInvalidArgument, "model has no tensors");
   if (servers < 1) return makeStatus(StatusCode::kInvalidArgument, "servers {} is not >= 1", servers);
   if (chunk_bytes == 0 || chunk_bytes % 4 != 0) {
-    return makeStatus(StatusCode::kInvalidArgument, "chunk size {} bytes is not a positive multiple of 4",
-                      chunk_bytes);
+    return makeStatus(StatusCode::kInvalidArgument, "chunk size {} bytes is not a positive multiple of 4", chunk_bytes);
   }
   std::set<std::string> names;
   uint64_t total = 0;

@@ -7,9 +7,9 @@
 #include <mutex>
 #include <thread>
 
+#include "ps/checkpoint/resume.h"
 #include "ps/imm_code.h"
 #include "ps/region_exchange.h"
-#include "ps/checkpoint/resume.h"
 #include "ps/shard.h"
 #include "ps/start_check.h"
 
@@ -51,17 +51,17 @@ struct ChunkTrack {
   int server = 0;
   uint32_t local = 0;
   uint64_t model_offset = 0;
-  uint64_t shard_offset = 0; // in the server's parameters
-  uint64_t slot_offset = 0;  // this worker's slot on the server
+  uint64_t shard_offset = 0;  // in the server's parameters
+  uint64_t slot_offset = 0;   // this worker's slot on the server
   uint64_t bytes = 0;
-  size_t layers = 0;         // layers with bytes in the chunk
+  size_t layers = 0;  // layers with bytes in the chunk
   // Push: the chunk goes once all its layers pushed and the previous push was acknowledged.
   size_t push_ready = 0;
   uint64_t pushes = 0;
   bool awaiting_ack = false;
-  bool queued = false;             // ready, held back by the server's push window
-  std::vector<OpPtr> push_ops;     // waiting for this chunk to be written
-  std::vector<OpPtr> ack_ops;      // waiting for the ack of the write in flight
+  bool queued = false;          // ready, held back by the server's push window
+  std::vector<OpPtr> push_ops;  // waiting for this chunk to be written
+  std::vector<OpPtr> ack_ops;   // waiting for the ack of the write in flight
   // Pull
   size_t pull_ready = 0;
   uint64_t pull_min = 0;
@@ -132,9 +132,8 @@ class ClientImpl final : public Client {
     return local * static_cast<uint32_t>(job_.servers) + static_cast<uint32_t>(server);
   }
   RequestPtr newRequest(const char* what, size_t layer) {
-    return std::make_shared<Request>(
-        fmt::format("{} of layer '{}' at clock {} by worker {}", what, layers_[layer].name,
-                    layers_[layer].clock, worker_));
+    return std::make_shared<Request>(fmt::format("{} of layer '{}' at clock {} by worker {}", what, layers_[layer].name,
+                                                 layers_[layer].clock, worker_));
   }
 
   transport::Context& context_;
@@ -256,8 +255,8 @@ Status ClientImpl::initialize(Deadline deadline) {
 RequestPtr ClientImpl::push(size_t layer) {
   std::lock_guard lock(mutex_);
   if (layer >= layers_.size()) {
-    return transport::failedRequest("push", makeStatus(StatusCode::kInvalidArgument, "layer {} of {}", layer,
-                                                       layers_.size()));
+    return transport::failedRequest("push",
+                                    makeStatus(StatusCode::kInvalidArgument, "layer {} of {}", layer, layers_.size()));
   }
   RequestPtr request = newRequest("push", layer);
   if (!failure_.isOk()) {
@@ -330,7 +329,8 @@ void ClientImpl::sendPushLocked(uint32_t c) {
   // Failures surface as the connection's failure in serverLoop.
   (void)pair.write(*grads_region_, chunk.model_offset, servers_[static_cast<size_t>(chunk.server)].slots,
                    chunk.slot_offset, chunk.bytes, encodeImm(static_cast<uint8_t>(ToServer::kPush), chunk.local, 0));
-  if (consistency_.mode == Consistency::Mode::kBsp && (chunk.pulls.empty() || chunk.pulls.back().min_version < chunk.pushes)) {
+  if (consistency_.mode == Consistency::Mode::kBsp &&
+      (chunk.pulls.empty() || chunk.pulls.back().min_version < chunk.pushes)) {
     // BSP knows the next version now: ask for it right behind the gradient, so the server sends
     // it the moment it exists instead of when pull() is called (behind every later push).
     chunk.pulls.push_back({chunk.pushes, {}, false});
@@ -350,8 +350,8 @@ RequestPtr ClientImpl::pull(size_t layer) {
 RequestPtr ClientImpl::pull(size_t layer, uint64_t min_version) {
   std::lock_guard lock(mutex_);
   if (layer >= layers_.size()) {
-    return transport::failedRequest("pull", makeStatus(StatusCode::kInvalidArgument, "layer {} of {}", layer,
-                                                       layers_.size()));
+    return transport::failedRequest("pull",
+                                    makeStatus(StatusCode::kInvalidArgument, "layer {} of {}", layer, layers_.size()));
   }
   RequestPtr request = newRequest("pull", layer);
   LayerTrack& track = layers_[layer];
@@ -438,8 +438,8 @@ void ClientImpl::serverLoop(int server) {
     }
     if (stopping_.load()) return;
     std::lock_guard lock(mutex_);
-    failAllLocked(makeStatus(status.code(), "server {} (rank {}): {}", server, job_.serverRank(server),
-                             status.message()));
+    failAllLocked(
+        makeStatus(status.code(), "server {} (rank {}): {}", server, job_.serverRank(server), status.message()));
     return;
   }
 }
@@ -483,9 +483,7 @@ Status ClientImpl::handle(int server, const Imm& imm) {
       }
       return Status::ok();
     }
-    case ToWorker::kBlocked:
-      chunk.blocker = static_cast<int>(imm.value);
-      return Status::ok();
+    case ToWorker::kBlocked: chunk.blocker = static_cast<int>(imm.value); return Status::ok();
     case ToWorker::kWorkerFailed:
       failAllLocked(makeStatus(StatusCode::kConnectionError, "worker {} (rank {}) is gone, reported by server {}",
                                imm.value, job_.workerRank(static_cast<int>(imm.value)), server));
@@ -518,9 +516,9 @@ Status ClientImpl::wait(const RequestPtr& request, Deadline deadline) {
   for (size_t c = 0; c < chunks_.size() && waits.size() < 4; ++c) {
     const ChunkTrack& chunk = chunks_[c];
     if (!chunk.pulls.empty()) {
-      waits.push_back(chunk.blocker >= 0 ? fmt::format("chunk {} on server {} waits for worker {}", c, chunk.server,
-                                                       chunk.blocker)
-                                         : fmt::format("chunk {} on server {} not answered", c, chunk.server));
+      waits.push_back(chunk.blocker >= 0
+                          ? fmt::format("chunk {} on server {} waits for worker {}", c, chunk.server, chunk.blocker)
+                          : fmt::format("chunk {} on server {} not answered", c, chunk.server));
     } else if (chunk.awaiting_ack) {
       waits.push_back(fmt::format("chunk {} on server {} not acknowledged", c, chunk.server));
     } else if (chunk.push_ready > 0 || chunk.pull_ready > 0) {
@@ -589,7 +587,8 @@ Result<std::unique_ptr<Client>> Client::start(transport::Context& context, trans
     return makeStatus(StatusCode::kInvalidArgument, "rank {} is not a worker rank of the PS job ({} workers)",
                       context.rank(), job.workers);
   }
-  POSEIDON_RETURN_IF_ERROR(agreeOnPsJob(store, job, context.rank(), model, layout, options.consistency, nullptr, deadline));
+  POSEIDON_RETURN_IF_ERROR(
+      agreeOnPsJob(store, job, context.rank(), model, layout, options.consistency, nullptr, deadline));
   auto client = std::make_unique<ClientImpl>(context, job, options);
   POSEIDON_RETURN_IF_ERROR(client->setUp(store, model, layout, deadline));
   return std::unique_ptr<Client>(std::move(client));

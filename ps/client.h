@@ -44,11 +44,11 @@ class Client {
   // from model.tensors(); tensor and layer indices below are the model's. Fails, naming the
   // model, on a model that does not validate. `context` must be connected and outlive the client.
   static Result<std::unique_ptr<Client>> start(transport::Context& context, transport::bootstrap::Store& store,
-                                               const model::Model& model, const ChunkLayout& layout,
-                                               const PsJob& job, const Consistency& consistency, Deadline deadline);
+                                               const model::Model& model, const ChunkLayout& layout, const PsJob& job,
+                                               const Consistency& consistency, Deadline deadline);
   static Result<std::unique_ptr<Client>> start(transport::Context& context, transport::bootstrap::Store& store,
-                                               const model::Model& model, const ChunkLayout& layout,
-                                               const PsJob& job, const ClientOptions& options, Deadline deadline);
+                                               const model::Model& model, const ChunkLayout& layout, const PsJob& job,
+                                               const ClientOptions& options, Deadline deadline);
   virtual ~Client() = default;
 
   virtual std::span<float> parameters(size_t tensor) = 0;

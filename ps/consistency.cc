@@ -1,7 +1,7 @@
 #include "ps/consistency.h"
 
-#include <charconv>
 #include <fmt/format.h>
+#include <charconv>
 #include <ranges>
 
 #include "ps/imm_code.h"

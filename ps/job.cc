@@ -4,7 +4,6 @@
 
 namespace poseidon::ps {
 
-
 Status PsJob::validate(const transport::Context& context) const {
   if (workers < 1 || servers < 1) {
     return makeStatus(StatusCode::kInvalidArgument, "a PS job needs >= 1 worker and >= 1 server, got {} and {}",

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "transport/context.h"
 #include "common/status.h"
+#include "transport/context.h"
 
 namespace poseidon::ps {
 

@@ -55,7 +55,7 @@ Result<std::vector<ServerRegions>> fetchServerRegions(transport::bootstrap::Stor
 }
 
 Result<std::vector<RemoteDescriptor>> fetchWorkerRegions(transport::bootstrap::Store& store, const PsJob& job,
-                                                        Deadline deadline) {
+                                                         Deadline deadline) {
   RegionExchange exchange = workers(store, job);
   const RegionNeeds needs{countsFingerprint(job), {0}};
   std::vector<RemoteDescriptor> regions;

@@ -17,14 +17,13 @@ struct ServerRegions {
 };
 
 Status publishServerRegions(transport::bootstrap::Store& store, const PsJob& job, int server,
-                                       const transport::MemoryRegion& params, const transport::MemoryRegion& slots);
+                            const transport::MemoryRegion& params, const transport::MemoryRegion& slots);
 Status publishWorkerRegion(transport::bootstrap::Store& store, const PsJob& job, int worker,
-                                      const transport::MemoryRegion& params);
+                           const transport::MemoryRegion& params);
 
 Result<std::vector<ServerRegions>> fetchServerRegions(transport::bootstrap::Store& store, const PsJob& job,
-                                                                 Deadline deadline);
+                                                      Deadline deadline);
 Result<std::vector<transport::RemoteDescriptor>> fetchWorkerRegions(transport::bootstrap::Store& store,
-                                                                              const PsJob& job,
-                                                                              Deadline deadline);
+                                                                    const PsJob& job, Deadline deadline);
 
 }  // namespace poseidon::ps

@@ -1,20 +1,20 @@
 #include "ps/server.h"
 
+#include <spdlog/spdlog.h>
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
-#include <spdlog/spdlog.h>
 #include <thread>
 #include <vector>
 
 #include "kernels/chunk_update.h"
 #include "ps/checkpoint/checkpointer.h"
+#include "ps/checkpoint/resume.h"
 #include "ps/imm_code.h"
 #include "ps/region_exchange.h"
-#include "ps/checkpoint/resume.h"
-#include "ps/start_check.h"
 #include "ps/shard.h"
+#include "ps/start_check.h"
 
 namespace poseidon::ps {
 
@@ -39,12 +39,12 @@ struct PendingPull {
 struct ChunkState {
   std::mutex mutex;
   bool initialized = false;
-  uint64_t version = 0;            // BSP/SSP: every worker's pushes of clocks < version applied
-  uint64_t steps = 0;              // optimizer steps applied
-  std::vector<uint64_t> pushed;    // per worker: pushes received
-  std::vector<uint64_t> applied;   // per worker: pushes applied
-  int arrived = 0;                 // BSP: pushes of clock `version` waiting in the slots
-  std::vector<PendingPull> pulls;  // not yet answerable
+  uint64_t version = 0;               // BSP/SSP: every worker's pushes of clocks < version applied
+  uint64_t steps = 0;                 // optimizer steps applied
+  std::vector<uint64_t> pushed;       // per worker: pushes received
+  std::vector<uint64_t> applied;      // per worker: pushes applied
+  int arrived = 0;                    // BSP: pushes of clock `version` waiting in the slots
+  std::vector<PendingPull> pulls;     // not yet answerable
   std::vector<RequestPtr> in_flight;  // parameter writes reading this chunk
 };
 
@@ -110,9 +110,7 @@ class ServerImpl final : public Server {
 
   std::span<const float> parameters() const override { return params_; }
 
-  ServerStats stats() const override {
-    return {bytes_pushed_.load(), bytes_pulled_.load(), updates_.load()};
-  }
+  ServerStats stats() const override { return {bytes_pushed_.load(), bytes_pulled_.load(), updates_.load()}; }
 
  private:
   void workerLoop(int worker);
@@ -205,10 +203,10 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
   identity.consistency = options_.consistency.canonical();
 
   const bool checkpoints = !options_.checkpoint_dir.empty();
-  POSEIDON_RETURN_IF_ERROR(publishCheckpointClocks(
-      store, job_, server_,
-      checkpoints && options_.resume ? listCheckpoints(options_.checkpoint_dir, identity.server)
-                                     : std::vector<uint64_t>{}));
+  POSEIDON_RETURN_IF_ERROR(publishCheckpointClocks(store, job_, server_,
+                                                   checkpoints && options_.resume
+                                                       ? listCheckpoints(options_.checkpoint_dir, identity.server)
+                                                       : std::vector<uint64_t>{}));
   POSEIDON_RETURN_IF_ERROR(publishServerRegions(store, job_, server_, *params_region_, *slots_region_));
   auto resume = agreeResumeClock(store, job_, deadline);
   if (!resume) return resume.status();
@@ -231,9 +229,8 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
     spdlog::info("server {}: resumed from clock {}", server_, resumed_clock_);
   }
   if (checkpoints) {
-    checkpointer_ = std::make_unique<Checkpointer>(options_.checkpoint_dir, identity, shard_,
-                                                   options_.checkpoint_every, options_.checkpoint_keep,
-                                                   resumed_clock_);
+    checkpointer_ = std::make_unique<Checkpointer>(options_.checkpoint_dir, identity, shard_, options_.checkpoint_every,
+                                                   options_.checkpoint_keep, resumed_clock_);
   }
   auto descriptors = fetchWorkerRegions(store, job_, deadline);
   if (!descriptors) return descriptors.status();
@@ -486,8 +483,8 @@ void ServerImpl::finishWorker(int worker, WorkerState state) {
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::start(transport::Context& context, transport::bootstrap::Store& store,
-                                              const model::Model& model, const ChunkLayout& layout,
-                                              const PsJob& job, const ServerOptions& options, Deadline deadline) {
+                                              const model::Model& model, const ChunkLayout& layout, const PsJob& job,
+                                              const ServerOptions& options, Deadline deadline) {
   POSEIDON_RETURN_IF_ERROR(job.validate(context));
   POSEIDON_RETURN_IF_ERROR(options.optimizer.validate());
   POSEIDON_RETURN_IF_ERROR(options.consistency.validate());
@@ -497,8 +494,9 @@ Result<std::unique_ptr<Server>> Server::start(transport::Context& context, trans
                       options.consistency.canonical());
   }
   if (!job.isServerRank(context.rank())) {
-    return makeStatus(StatusCode::kInvalidArgument, "rank {} is not a server rank of the PS job ({} workers, {} servers)",
-                      context.rank(), job.workers, job.servers);
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "rank {} is not a server rank of the PS job ({} workers, {} servers)", context.rank(),
+                      job.workers, job.servers);
   }
   POSEIDON_RETURN_IF_ERROR(model.validate());
   POSEIDON_RETURN_IF_ERROR(layout.checkLaysOut(model.tensors()).withContext(fmt::format("model '{}'", model.name())));

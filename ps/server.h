@@ -19,11 +19,11 @@
 #include <span>
 #include <string>
 
+#include "kernels/optimizer_config.h"
 #include "model/model.h"
 #include "ps/chunk_layout.h"
 #include "ps/consistency.h"
 #include "ps/job.h"
-#include "kernels/optimizer_config.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
 
@@ -53,8 +53,8 @@ class Server {
   // clock and starts the worker threads. `layout` must have been built from model.tensors()
   // (checkpoints record their modelFingerprint). `context` must be connected and outlive the server.
   static Result<std::unique_ptr<Server>> start(transport::Context& context, transport::bootstrap::Store& store,
-                                               const model::Model& model, const ChunkLayout& layout,
-                                               const PsJob& job, const ServerOptions& options, Deadline deadline);
+                                               const model::Model& model, const ChunkLayout& layout, const PsJob& job,
+                                               const ServerOptions& options, Deadline deadline);
   virtual ~Server() = default;
 
   // Blocks until every worker said goodbye; returns the first failure (a worker that vanished

@@ -11,9 +11,9 @@
 namespace poseidon::ps {
 
 struct ShardChunk {
-  uint32_t global = 0;       // chunk id in the layout
-  uint64_t offset = 0;       // bytes into the server's memory
-  uint64_t model_offset = 0; // bytes into the packed model (a worker's buffers)
+  uint32_t global = 0;        // chunk id in the layout
+  uint64_t offset = 0;        // bytes into the server's memory
+  uint64_t model_offset = 0;  // bytes into the packed model (a worker's buffers)
   uint64_t bytes = 0;
 };
 

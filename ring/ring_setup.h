@@ -53,7 +53,7 @@ std::string ringSetupKey(const std::string& name, const std::string& context_nam
 // OK when `theirs` (published by `peer`, e.g. "rank 2 (127.0.0.1:4000)", our `role`, e.g.
 // "successor") describes the same ring as `mine` and regions large enough for it; otherwise
 // kInvalidArgument naming the first difference.
-Status checkSameRing(const RingSetup& mine, const RingSetup& theirs, int expected_rank,
-                                const std::string& peer, const char* role);
+Status checkSameRing(const RingSetup& mine, const RingSetup& theirs, int expected_rank, const std::string& peer,
+                     const char* role);
 
 }  // namespace poseidon::ring

@@ -31,7 +31,8 @@ Result<model::Fingerprint> fetchItems(transport::bootstrap::StoreView& view, con
                                       Deadline deadline) {
   auto bytes = view.get(fmt::format("{}/items", rank), deadline);
   if (!bytes) return bytes.status().withContext(setUpOf(group, rank));
-  auto items = model::Fingerprint::decode(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  auto items =
+      model::Fingerprint::decode(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
   if (!items) return makeStatus(StatusCode::kProtocolError, "{}: {}", setUpOf(group, rank), items.status().message());
   return items;
 }

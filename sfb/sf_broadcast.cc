@@ -7,10 +7,10 @@
 
 namespace poseidon::sfb {
 
-
 class SfBroadcast::LayerCall {
  public:
-  explicit LayerCall(LayerState& state) : state_(state), entered_(!state.busy.exchange(true, std::memory_order_acquire)) {}
+  explicit LayerCall(LayerState& state)
+      : state_(state), entered_(!state.busy.exchange(true, std::memory_order_acquire)) {}
   LayerCall(const LayerCall&) = delete;
   LayerCall& operator=(const LayerCall&) = delete;
   ~LayerCall() {
@@ -63,8 +63,9 @@ SfBroadcast::SfBroadcast(transport::Context& context, SfSlotLayout layout)
     state.writes.resize(peers_.size());
     for (int bank = 0; bank < 2; ++bank) {
       for (int rank = 0; rank < context.size(); ++rank) {
-        const float* factors = rank == me ? send_.data() + layout_.sendOffset(l)
-                                          : receive_.data() + layout_.slotOffset(l, static_cast<uint64_t>(bank), me, rank);
+        const float* factors = rank == me
+                                   ? send_.data() + layout_.sendOffset(l)
+                                   : receive_.data() + layout_.slotOffset(l, static_cast<uint64_t>(bank), me, rank);
         state.u[bank].push_back(factors);
         state.v[bank].push_back(factors + layout_.uFloats(l));
       }
@@ -98,16 +99,16 @@ Status SfBroadcast::broadcast(size_t layer) {
   LayerCall call(state);
   if (!call.entered()) {
     return makeStatus(StatusCode::kInvalidArgument,
-                                 "SFB broadcast of {} while another call for it runs; calls for one layer must not "
-                                 "overlap",
-                                 describe(layer));
+                      "SFB broadcast of {} while another call for it runs; calls for one layer must not "
+                      "overlap",
+                      describe(layer));
   }
   const uint64_t t = iterations_[layer].load(std::memory_order_relaxed);
   if (state.phase != Phase::kIdle) {
     return makeStatus(StatusCode::kInvalidArgument,
-                                 "SFB broadcast of {} for iteration {} refused: its update of iteration {} has not "
-                                 "run on this worker (peers could then send iteration {} into the slots it reads)",
-                                 describe(layer), t + 1, t, t + 2);
+                      "SFB broadcast of {} for iteration {} refused: its update of iteration {} has not "
+                      "run on this worker (peers could then send iteration {} into the slots it reads)",
+                      describe(layer), t + 1, t, t + 2);
   }
   const uint64_t bytes = layout_.factorFloats(layer) * sizeof(float);
   const uint64_t local_offset = layout_.sendOffset(layer) * sizeof(float);
@@ -117,8 +118,8 @@ Status SfBroadcast::broadcast(size_t layer) {
     const int peer = peers_[i];
     const uint64_t remote_offset = layout_.slotOffset(layer, t, peer, context_.rank()) * sizeof(float);
     auto& request = state.writes[i];
-    request = context_.pair(peer).write(*send_region_, local_offset, remotes_[static_cast<size_t>(peer)],
-                                        remote_offset, bytes, imm);
+    request = context_.pair(peer).write(*send_region_, local_offset, remotes_[static_cast<size_t>(peer)], remote_offset,
+                                        bytes, imm);
     if (first.isOk() && request->test() && !request->status().isOk()) {
       first = request->status().withContext(fmt::format("SFB broadcast of {} iteration {}", describe(layer), t));
     }
@@ -150,22 +151,21 @@ Status SfBroadcast::update(size_t layer, float* params, float* state0, float* st
     // returned, when the BSP argument above no longer holds): device-resident slots would be
     // needed first.
     return makeStatus(StatusCode::kUnavailable,
-                                 "SFB update of {} on a GPU: the factors live in host memory; use Place::cpu()",
-                                 describe(layer));
+                      "SFB update of {} on a GPU: the factors live in host memory; use Place::cpu()", describe(layer));
   }
   LayerState& state = layers_[layer];
   LayerCall call(state);
   if (!call.entered()) {
     return makeStatus(StatusCode::kInvalidArgument,
-                                 "SFB update of {} while another call for it runs; calls for one layer must not overlap",
-                                 describe(layer));
+                      "SFB update of {} while another call for it runs; calls for one layer must not overlap",
+                      describe(layer));
   }
   const uint64_t t = iterations_[layer].load(std::memory_order_relaxed);
   if (state.phase == Phase::kIdle) {
     return makeStatus(StatusCode::kInvalidArgument,
-                                 "SFB update of {} iteration {} before its broadcast (peers need this worker's "
-                                 "factors first)",
-                                 describe(layer), t);
+                      "SFB update of {} iteration {} before its broadcast (peers need this worker's "
+                      "factors first)",
+                      describe(layer), t);
   }
   if (state.phase == Phase::kBroadcast) {
     POSEIDON_RETURN_IF_ERROR(awaitFactors(layer, t, deadline));
@@ -185,7 +185,7 @@ Status SfBroadcast::update(size_t layer, float* params, float* state0, float* st
     const Status done = kernels::sfUpdate(job, place);
     if (!done.isOk()) {
       return makeStatus(StatusCode::kInvalidArgument, "SFB update of {} iteration {}: {}", describe(layer), t,
-                                   done.message());
+                        done.message());
     }
     state.phase = Phase::kApplied;
   }
@@ -221,8 +221,8 @@ Status SfBroadcast::awaitFactors(size_t layer, uint64_t iteration, Deadline dead
     if (!connection.isOk()) missing += fmt::format(" (connection failed: {})", connection.message());
   }
   if (missing.empty()) return Status::ok();
-  return makeStatus(StatusCode::kTimeout, "{}: the factors of {} did not arrive before the deadline",
-                               context(), missing);
+  return makeStatus(StatusCode::kTimeout, "{}: the factors of {} did not arrive before the deadline", context(),
+                    missing);
 }
 
 Status SfBroadcast::completeWrites(size_t layer, uint64_t iteration, Deadline deadline) {
@@ -242,9 +242,9 @@ Status SfBroadcast::completeWrites(size_t layer, uint64_t iteration, Deadline de
   }
   if (pending.empty()) return Status::ok();
   return makeStatus(StatusCode::kTimeout,
-                               "SFB update of {} iteration {}: this worker's writes to {} did not complete before the "
-                               "deadline",
-                               describe(layer), iteration, pending);
+                    "SFB update of {} iteration {}: this worker's writes to {} did not complete before the "
+                    "deadline",
+                    describe(layer), iteration, pending);
 }
 
 scheme::Traffic SfBroadcast::traffic(size_t layer) const {
@@ -264,8 +264,7 @@ std::string SfBroadcast::describe(size_t layer) const {
 }
 
 Status SfBroadcast::unknownLayer(size_t layer, const char* call) const {
-  return makeStatus(StatusCode::kInvalidArgument, "SFB {} of layer {}: there are {} layers", call, layer,
-                               layerCount());
+  return makeStatus(StatusCode::kInvalidArgument, "SFB {} of layer {}: there are {} layers", call, layer, layerCount());
 }
 
 }  // namespace poseidon::sfb

@@ -86,8 +86,8 @@ class SfBroadcast {
   // the CPU: the factors live in host memory), waits until this worker's own writes of the layer
   // have completed, then advances the layer's iteration. After a timeout it may be called again:
   // it resumes where it stopped and never applies an update twice.
-  Status update(size_t layer, float* params, float* state0, float* state1,
-                           const kernels::OptimizerStep& step, kernels::Place place, Deadline deadline);
+  Status update(size_t layer, float* params, float* state0, float* state1, const kernels::OptimizerStep& step,
+                kernels::Place place, Deadline deadline);
 
   // Where a layer's update lands: its weights and the optimizer state the step needs (rows x
   // cols each, host memory; null where the step needs none).
@@ -115,8 +115,8 @@ class SfBroadcast {
   };
 
   struct LayerState {
-    std::atomic<bool> busy{false};  // a call for this layer is running
-    Phase phase = Phase::kIdle;     // only read and written by the call holding `busy`
+    std::atomic<bool> busy{false};              // a call for this layer is running
+    Phase phase = Phase::kIdle;                 // only read and written by the call holding `busy`
     std::vector<transport::RequestPtr> writes;  // one per peer (peer order), reused
     // Every worker's U and V in rank order, per bank: this worker's from its factor buffer, the
     // peers' from their slots. Fixed at start.

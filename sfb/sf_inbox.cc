@@ -59,25 +59,24 @@ uint64_t SfInbox::arrivals(size_t layer) const {
 Status SfInbox::recordLocked(uint32_t imm) {
   const SfImm got = decodeSfImm(imm);
   if (got.layer >= layout_.layerCount()) {
-    return makeStatus(StatusCode::kProtocolError,
-                                 "{} sent SFB immediate {:#010x} naming layer {}; there are {} layers",
-                                 pair_.peerName(), imm, got.layer, layout_.layerCount());
+    return makeStatus(StatusCode::kProtocolError, "{} sent SFB immediate {:#010x} naming layer {}; there are {} layers",
+                      pair_.peerName(), imm, got.layer, layout_.layerCount());
   }
   const std::string& name = layout_.layer(got.layer).name();
   const uint64_t expected = arrived_[got.layer];
   if (got.iteration_low != sfIterationLow(expected)) {
     return makeStatus(StatusCode::kProtocolError,
-                                 "{} sent SFB factors of layer {} '{}' for iteration {} (low {} bits); expected "
-                                 "iteration {} (low bits {})",
-                                 pair_.peerName(), got.layer, name, got.iteration_low, kSfImmIterationBits, expected,
-                                 sfIterationLow(expected));
+                      "{} sent SFB factors of layer {} '{}' for iteration {} (low {} bits); expected "
+                      "iteration {} (low bits {})",
+                      pair_.peerName(), got.layer, name, got.iteration_low, kSfImmIterationBits, expected,
+                      sfIterationLow(expected));
   }
   const uint64_t own = own_iterations_[got.layer].load(std::memory_order_acquire);
   if (expected > own + 1) {
     return makeStatus(StatusCode::kProtocolError,
-                                 "{} sent SFB factors of layer {} '{}' for iteration {} while this worker is at "
-                                 "iteration {}; a peer can be at most one ahead (it would overwrite factors in use)",
-                                 pair_.peerName(), got.layer, name, expected, own);
+                      "{} sent SFB factors of layer {} '{}' for iteration {} while this worker is at "
+                      "iteration {}; a peer can be at most one ahead (it would overwrite factors in use)",
+                      pair_.peerName(), got.layer, name, expected, own);
   }
   arrived_[got.layer] = expected + 1;
   return Status::ok();

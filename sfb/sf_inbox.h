@@ -53,7 +53,7 @@ class SfInbox {
   std::condition_variable changed_;  // arrivals recorded, a failure, or the stream left undriven
   bool driving_ = false;
   transport::RequestPtr posted_;  // the recvImm() waiting for the peer's next write, if any
-  Status failure_;     // the first failure; later immediates are not read
+  Status failure_;                // the first failure; later immediates are not read
   std::vector<uint64_t> arrived_;
 };
 

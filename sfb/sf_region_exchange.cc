@@ -33,7 +33,9 @@ Result<std::vector<transport::RemoteDescriptor>> fetchSfRegions(transport::boots
   }
   const transport::bootstrap::RegionNeeds needs{layout.fingerprint(),
                                                 {uint64_t{layout.receiveFloats()} * sizeof(float)}};
-  auto published = exchange(store, context_name).fetchAll(peers, [&](int) { return needs; }, deadline);
+  auto published = exchange(store, context_name)
+                       .fetchAll(
+                           peers, [&](int) { return needs; }, deadline);
   if (!published) return published.status();
   std::vector<transport::RemoteDescriptor> regions(static_cast<size_t>(layout.workers()));
   for (size_t i = 0; i < peers.size(); ++i) regions[static_cast<size_t>(peers[i])] = (*published)[i].descriptors[0];

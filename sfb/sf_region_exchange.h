@@ -18,14 +18,13 @@ namespace poseidon::sfb {
 std::string sfRegionKey(transport::bootstrap::Store& store, std::string_view context_name, int rank);
 
 Status publishSfRegion(transport::bootstrap::Store& store, std::string_view context_name, int rank,
-                                  const SfSlotLayout& layout, const transport::MemoryRegion& receive);
+                       const SfSlotLayout& layout, const transport::MemoryRegion& receive);
 
 // Every peer's receive buffer, indexed by rank (the entry of `rank` itself is left default).
 // Fails naming the peer whose value is malformed, whose layers differ from ours (fingerprint), or
 // whose buffer is smaller than the layout needs; a timeout names the key still missing.
 Result<std::vector<transport::RemoteDescriptor>> fetchSfRegions(transport::bootstrap::Store& store,
-                                                                          std::string_view context_name, int rank,
-                                                                          const SfSlotLayout& layout,
-                                                                          Deadline deadline);
+                                                                std::string_view context_name, int rank,
+                                                                const SfSlotLayout& layout, Deadline deadline);
 
 }  // namespace poseidon::sfb

@@ -8,7 +8,6 @@
 
 namespace poseidon::sfb {
 
-
 namespace {
 
 constexpr size_t kSlotAlignFloats = 64 / sizeof(float);
@@ -31,9 +30,8 @@ Result<SfSlotLayout> SfSlotLayout::build(std::span<const model::Layer> layers, u
   if (workers < 1) return makeStatus(StatusCode::kInvalidArgument, "SFB needs >= 1 worker, got {}", workers);
   if (layers.empty()) return makeStatus(StatusCode::kInvalidArgument, "SFB needs >= 1 layer, got none");
   if (layers.size() > kSfMaxLayers) {
-    return makeStatus(StatusCode::kInvalidArgument,
-                                 "SFB takes at most {} layers (the immediate's layer field), got {}", kSfMaxLayers,
-                                 layers.size());
+    return makeStatus(StatusCode::kInvalidArgument, "SFB takes at most {} layers (the immediate's layer field), got {}",
+                      kSfMaxLayers, layers.size());
   }
   if (batch == 0)
     return makeStatus(StatusCode::kInvalidArgument, "SFB needs a batch K >= 1 (the factors' rank), got 0");

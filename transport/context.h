@@ -5,9 +5,9 @@
 #include <string>
 
 #include "common/deadline.h"
+#include "common/status.h"
 #include "transport/memory.h"
 #include "transport/pair.h"
-#include "common/status.h"
 
 namespace poseidon::transport {
 

@@ -26,8 +26,7 @@ Status DeviceOptions::validate() const {
                       "gid_index {} is not valid: expected -1 (automatic) or a GID table index >= 0", gid_index);
   }
   if (max_write_bytes < 4096 || max_write_bytes > (uint64_t{1} << 31)) {
-    return makeStatus(StatusCode::kInvalidArgument, "max_write_bytes {} is not in [4096, 2147483648]",
-                      max_write_bytes);
+    return makeStatus(StatusCode::kInvalidArgument, "max_write_bytes {} is not in [4096, 2147483648]", max_write_bytes);
   }
   if (handshake_timeout.count() <= 0) {
     return makeStatus(StatusCode::kInvalidArgument, "handshake_timeout {} ms is not positive",
@@ -47,8 +46,7 @@ Result<std::shared_ptr<Device>> createDevice(const DeviceOptions& options) {
                       "transport backend 'verbs' was not built in (rdma-core was not found at configure time)");
 #endif
   }
-  return makeStatus(StatusCode::kInvalidArgument, "transport backend '{}' is not one of: tcp, verbs",
-                    options.backend);
+  return makeStatus(StatusCode::kInvalidArgument, "transport backend '{}' is not one of: tcp, verbs", options.backend);
 }
 
 }  // namespace poseidon::transport

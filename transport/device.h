@@ -8,23 +8,23 @@
 #include <memory>
 #include <string>
 
+#include "common/status.h"
 #include "transport/context.h"
 #include "transport/device_memory.h"
-#include "common/status.h"
 
 namespace poseidon::transport {
 
 struct DeviceOptions {
-  std::string backend = "tcp";         // "tcp" or "verbs"
-  std::string address = "127.0.0.1";  // address to listen on and advertise to peers
-  uint16_t port = 0;                   // 0: an ephemeral port
-  std::string secret;                  // the job's shared secret, proven in every handshake
-  int streams = 1;                     // tcp: parallel connections per pair (1..64)
-  uint64_t stripe_bytes = 1u << 20;    // tcp: a message is cut into pieces of this size over the streams
+  std::string backend = "tcp";             // "tcp" or "verbs"
+  std::string address = "127.0.0.1";       // address to listen on and advertise to peers
+  uint16_t port = 0;                       // 0: an ephemeral port
+  std::string secret;                      // the job's shared secret, proven in every handshake
+  int streams = 1;                         // tcp: parallel connections per pair (1..64)
+  uint64_t stripe_bytes = 1u << 20;        // tcp: a message is cut into pieces of this size over the streams
   uint32_t max_frame_payload = 64u << 20;  // largest frame a peer may send us
-  bool payload_crc = false;            // tcp: CRC32C over every payload (headers always carry one)
-  int socket_buffer_bytes = 0;         // tcp: SO_SNDBUF/SO_RCVBUF; 0 keeps kernel autotuning
-  bool busy_poll = false;              // progress engine spins instead of sleeping in epoll_wait
+  bool payload_crc = false;                // tcp: CRC32C over every payload (headers always carry one)
+  int socket_buffer_bytes = 0;             // tcp: SO_SNDBUF/SO_RCVBUF; 0 keeps kernel autotuning
+  bool busy_poll = false;                  // progress engine spins instead of sleeping in epoll_wait
   // verbs: the source GID index every queue pair uses (perftest's -x); -1 lets rdma_cm pick the
   // GID of the netdev carrying `address` (RoCE v2 where the port has it).
   int gid_index = -1;

@@ -30,8 +30,8 @@ class HostOnlyMemory final : public DeviceMemory {
 
  private:
   static Status unavailable(const char* what, const void* data, size_t length) {
-    return makeStatus(StatusCode::kUnavailable, "cannot {} device memory {} ({} bytes): built without CUDA", what,
-                      data, length);
+    return makeStatus(StatusCode::kUnavailable, "cannot {} device memory {} ({} bytes): built without CUDA", what, data,
+                      length);
   }
 };
 

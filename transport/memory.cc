@@ -13,7 +13,9 @@ constexpr uint8_t kFlagStaged = 0x01;  // byte 6: flags (was reserved, zero, bef
 MemoryRegion::MemoryRegion(void* data, size_t size) : MemoryRegion(data, size, nullptr) {}
 
 MemoryRegion::MemoryRegion(void* data, size_t size, std::unique_ptr<HostStaging> staging)
-    : data_(static_cast<uint8_t*>(data)), size_(size), staging_(std::move(staging)),
+    : data_(static_cast<uint8_t*>(data)),
+      size_(size),
+      staging_(std::move(staging)),
       wire_(staging_ ? staging_->host() : data_) {}
 
 // Out of line: HostStaging is complete only here. Derived regions deregister first, so the

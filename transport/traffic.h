@@ -49,8 +49,8 @@ inline PairTraffic trafficSince(const PairTraffic& before, const PairTraffic& af
 
 // For test failures and logs: "sent 10 bytes in 2 messages, received 0 bytes in 0 messages".
 inline std::ostream& operator<<(std::ostream& os, const PairTraffic& t) {
-  return os << "sent " << t.bytes_sent << " bytes in " << t.messages_sent << " messages, received "
-            << t.bytes_received << " bytes in " << t.messages_received << " messages";
+  return os << "sent " << t.bytes_sent << " bytes in " << t.messages_sent << " messages, received " << t.bytes_received
+            << " bytes in " << t.messages_received << " messages";
 }
 
 // The live counters behind Pair::traffic(). The backend counts under its pair lock; readers on

@@ -36,8 +36,8 @@ void streamTriad(benchmark::State& state) {
     for (size_t i = 0; i < kElements; ++i) pa[i] = pb[i] + scalar * pc[i];
     benchmark::ClobberMemory();
   }
-  state.counters["bytes/s"] = benchmark::Counter(3.0 * sizeof(float) * kElements,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bytes/s"] =
+      benchmark::Counter(3.0 * sizeof(float) * kElements, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 OptimizerStep stepFor(OptimizerKind kind, int gradients) {

@@ -67,8 +67,8 @@ int runWithRatios(int argc, char** argv, const std::vector<Ratio>& ratios) {
     const double bb = *std::max_element(baseline.begin(), baseline.end());
     const std::string target = r.target > 0 ? fmt::format("  (target >= {})", r.target) : "";
     const std::string& unit = r.counter;
-    fmt::print("  {} / {}: {}{} / {}{} = {:.2f} (best {}{} / {}{} = {:.2f}){}\n", r.kernel, r.baseline,
-               scaled(km), unit, scaled(bm), unit, km / bm, scaled(kb), unit, scaled(bb), unit, kb / bb, target);
+    fmt::print("  {} / {}: {}{} / {}{} = {:.2f} (best {}{} / {}{} = {:.2f}){}\n", r.kernel, r.baseline, scaled(km),
+               unit, scaled(bm), unit, km / bm, scaled(kb), unit, scaled(bb), unit, kb / bb, target);
   }
   return 0;
 }

@@ -121,9 +121,8 @@ int main(int argc, char** argv) {
     ratios.push_back({"sf_blas/momentum" + kp, "sgemm" + kp, "FLOP/s", 0.8});
   }
   // Plain SGD (no velocity) at the shallowest depth, where W's traffic weighs most.
-  benchmark::RegisterBenchmark("sf_exact/sgd/kp32", [](benchmark::State& s) {
-    sfUpdate(s, 32, SfMethod::kExact, OptimizerKind::kSgd, 0.0f);
-  });
+  benchmark::RegisterBenchmark(
+      "sf_exact/sgd/kp32", [](benchmark::State& s) { sfUpdate(s, 32, SfMethod::kExact, OptimizerKind::kSgd, 0.0f); });
   ratios.push_back({"sf_exact/sgd/kp32", "sgemm/kp32", "FLOP/s", 0.8});
   return runWithRatios(argc, argv, ratios);
 }

@@ -24,8 +24,7 @@ constexpr size_t kBlock = 1024;
 // sum = (((sum + a) + b) + c) + d, or without the leading sum for the first four gradients.
 template <bool kAccumulate>
 [[gnu::noinline]] void addFour(size_t len, float* __restrict__ sum, const float* __restrict__ a,
-                               const float* __restrict__ b, const float* __restrict__ c,
-                               const float* __restrict__ d) {
+                               const float* __restrict__ b, const float* __restrict__ c, const float* __restrict__ d) {
   for (size_t j = 0; j < len; ++j) {
     float g = kAccumulate ? sum[j] + a[j] : a[j];
     g += b[j];

@@ -38,22 +38,22 @@ template <PackedType T>
 #if defined(__x86_64__)
 template <PackedType T>
 [[gnu::noinline, gnu::target("avx2")]] void packAvx2(size_t n, const float* __restrict__ in,
-                                                      Storage<T>* __restrict__ out, float s) {
+                                                     Storage<T>* __restrict__ out, float s) {
   cpu::packBody<T>(n, in, out, s);
 }
 template <PackedType T>
 [[gnu::noinline, gnu::target("avx2")]] void unpackAvx2(size_t n, const Storage<T>* __restrict__ in,
-                                                        float* __restrict__ out, float s) {
+                                                       float* __restrict__ out, float s) {
   cpu::unpackBody<T>(n, in, out, s);
 }
 template <PackedType T>
 [[gnu::noinline, gnu::target("avx512f,avx512bw")]] void packAvx512(size_t n, const float* __restrict__ in,
-                                                                    Storage<T>* __restrict__ out, float s) {
+                                                                   Storage<T>* __restrict__ out, float s) {
   cpu::packBody<T>(n, in, out, s);
 }
 template <PackedType T>
 [[gnu::noinline, gnu::target("avx512f,avx512bw")]] void unpackAvx512(size_t n, const Storage<T>* __restrict__ in,
-                                                                      float* __restrict__ out, float s) {
+                                                                     float* __restrict__ out, float s) {
   cpu::unpackBody<T>(n, in, out, s);
 }
 #endif

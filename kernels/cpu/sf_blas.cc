@@ -59,8 +59,7 @@ void sfUpdateBlas(const SfUpdate& u, RowUpdate row_update) {
     }
     for (size_t r = 0; r < rows; ++r) {
       const size_t at = (i0 + r) * u.cols;
-      row_update(u.cols, g + r * u.cols, u.params + at, offsetOrNull(u.state0, at), offsetOrNull(u.state1, at),
-                 u.step);
+      row_update(u.cols, g + r * u.cols, u.params + at, offsetOrNull(u.state0, at), offsetOrNull(u.state1, at), u.step);
     }
   }
 }
@@ -69,9 +68,7 @@ void sfUpdateBlas(const SfUpdate& u, RowUpdate row_update) {
 
 bool haveSfBlas() { return false; }
 
-void sfUpdateBlas(const SfUpdate&, RowUpdate) {
-  throw std::logic_error("sfUpdateBlas: this build has no OpenBLAS");
-}
+void sfUpdateBlas(const SfUpdate&, RowUpdate) { throw std::logic_error("sfUpdateBlas: this build has no OpenBLAS"); }
 
 #endif
 

@@ -59,8 +59,8 @@ TileKernels avx512Tiles();   // 12 x 32, needs AVX-512F
 // vectorises without a remainder.
 template <ElementRule R, int Nr>
 [[gnu::always_inline]] inline void updateTileBody(size_t rows, size_t cols, size_t stride, const float* __restrict__ g,
-                                                  float* __restrict__ w, float* __restrict__ s0,
-                                                  float* __restrict__ s1, const OptimizerStep& step) {
+                                                  float* __restrict__ w, float* __restrict__ s0, float* __restrict__ s1,
+                                                  const OptimizerStep& step) {
   if (cols == static_cast<size_t>(Nr)) {
     for (size_t r = 0; r < rows; ++r) {
       for (int c = 0; c < Nr; ++c) updateElementAt<R>(g[r * Nr + c], r * stride + c, w, s0, s1, step);
@@ -88,10 +88,11 @@ void tileOf(const Panels& panels, const TileTarget& target, const OptimizerStep&
 
 template <typename Isa>
 TileKernels tilesOf() {
-  return {Isa::mr, Isa::nr,
-          {tileOf<Isa, ElementRule::kSgd>, tileOf<Isa, ElementRule::kSgdMomentum>,
-           tileOf<Isa, ElementRule::kSgdNesterov>, tileOf<Isa, ElementRule::kAdagrad>,
-           tileOf<Isa, ElementRule::kAdam>}};
+  return {
+      Isa::mr,
+      Isa::nr,
+      {tileOf<Isa, ElementRule::kSgd>, tileOf<Isa, ElementRule::kSgdMomentum>, tileOf<Isa, ElementRule::kSgdNesterov>,
+       tileOf<Isa, ElementRule::kAdagrad>, tileOf<Isa, ElementRule::kAdam>}};
 }
 
 }  // namespace poseidon::kernels::cpu

@@ -26,9 +26,8 @@ struct Generic {
   }
 
   template <ElementRule R>
-  [[gnu::noinline]] static void update(size_t rows, size_t cols, size_t stride,
-                                       const float* __restrict__ g, float* __restrict__ w,
-                                       float* __restrict__ s0, float* __restrict__ s1,
+  [[gnu::noinline]] static void update(size_t rows, size_t cols, size_t stride, const float* __restrict__ g,
+                                       float* __restrict__ w, float* __restrict__ s0, float* __restrict__ s1,
                                        const OptimizerStep step) {
     updateTileBody<R, nr>(rows, cols, stride, g, w, s0, s1, step);
   }

@@ -98,7 +98,7 @@ void runExact(const SfUpdate& u, const TileKernels& tiles) {
   const auto target = [&](size_t i0, size_t j) {
     const size_t at = i0 * u.cols + j;
     return cpu::TileTarget{u.params + at, cpu::offsetOrNull(u.state0, at), cpu::offsetOrNull(u.state1, at),
-                           u.cols, std::min(mr, u.rows - i0), std::min(nr, u.cols - j)};
+                           u.cols,        std::min(mr, u.rows - i0),       std::min(nr, u.cols - j)};
   };
   for (size_t j0 = 0; j0 < u.cols; j0 += nc) {
     const size_t block_cols = std::min(nc, u.cols - j0);

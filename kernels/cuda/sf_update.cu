@@ -18,10 +18,10 @@
 namespace poseidon::kernels {
 namespace {
 
-constexpr int kTile = 128;   // BM = BN
-constexpr int kDepth = 16;   // BK
+constexpr int kTile = 128;  // BM = BN
+constexpr int kDepth = 16;  // BK
 constexpr int kThreads = 256;
-constexpr int kPad = 4;      // keeps float4 alignment of each shared row; spreads banks
+constexpr int kPad = 4;                                     // keeps float4 alignment of each shared row; spreads banks
 constexpr int kLoadsPerThread = kTile * kDepth / kThreads;  // 8 rows each of U and V
 
 struct Factors {
@@ -170,8 +170,8 @@ cudaError_t sfUpdateCuda(const SfUpdate& update, cudaStream_t stream) {
                   static_cast<unsigned>((update.rows + kTile - 1) / kTile));
   if (grid.y > 65535) return cudaErrorInvalidValue;
   return withElementRule(elementRule(update.step), [&](auto rule) {
-    sfUpdateKernel<decltype(rule)::value><<<grid, kThreads, 0, stream>>>(update.params, update.state0, update.state1,
-                                                                           shape, factors, update.step);
+    sfUpdateKernel<decltype(rule)::value>
+        <<<grid, kThreads, 0, stream>>>(update.params, update.state0, update.state1, shape, factors, update.step);
     return cudaGetLastError();
   });
 }

@@ -14,7 +14,6 @@
 
 namespace poseidon::ps {
 
-
 namespace {
 
 Status checkSpan(std::string_view name, size_t size, uint64_t expected) {

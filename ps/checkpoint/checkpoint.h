@@ -18,7 +18,6 @@
 
 namespace poseidon::ps {
 
-
 // What must match between the job that wrote a checkpoint and the job that loads it.
 struct CheckpointIdentity {
   uint32_t server = 0;
@@ -57,8 +56,7 @@ Status writeCheckpoint(const std::string& dir, const CheckpointIdentity& identit
 // file, the field, the file's value and the expected one. On failure data.clock and the counters
 // are unchanged and the spans are untouched, except after a checksum mismatch or read error in
 // the payload (the file's size is checked before any float is read into them).
-Status loadCheckpoint(const std::string& dir, const CheckpointIdentity& identity, uint64_t clock,
-                      CheckpointData& data);
+Status loadCheckpoint(const std::string& dir, const CheckpointIdentity& identity, uint64_t clock, CheckpointData& data);
 
 // Clocks of this server's complete checkpoint files in `dir`, ascending (temporary files and
 // other servers' files are ignored; a missing directory is an empty list).

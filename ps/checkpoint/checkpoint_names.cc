@@ -69,7 +69,6 @@ std::vector<uint64_t> listCheckpoints(const std::string& dir, uint32_t server) {
   return clocks;
 }
 
-
 size_t removeStaleTemporaries(const std::string& dir, uint32_t server) {
   size_t removed = 0;
   DIR* handle = ::opendir(dir.c_str());

@@ -167,8 +167,8 @@ Status CheckpointReader::magic(std::string_view expected) {
   std::string found(expected.size(), '\0');
   POSEIDON_RETURN_IF_ERROR(read("magic", found.data(), found.size()));
   if (found == expected) return Status::ok();
-  return corrupt(fmt::format("is not a Poseidon checkpoint: it starts with {}, not {}", printable(found),
-                             printable(expected)));
+  return corrupt(
+      fmt::format("is not a Poseidon checkpoint: it starts with {}, not {}", printable(found), printable(expected)));
 }
 
 Status CheckpointReader::version(uint32_t expected) {
@@ -278,8 +278,7 @@ Status CheckpointReader::corrupt(const std::string& what) const {
   return makeStatus(StatusCode::kIoError, "checkpoint {} {}", path_, what);
 }
 
-Status CheckpointReader::mismatch(std::string_view field, const std::string& found,
-                                  const std::string& expected) const {
+Status CheckpointReader::mismatch(std::string_view field, const std::string& found, const std::string& expected) const {
   return makeStatus(StatusCode::kInvalidArgument, "checkpoint {} was written with {} {}; this job uses {}", path_,
                     field, found, expected);
 }

@@ -2,14 +2,14 @@
 
 #include "ps/checkpoint/checkpoint_names.h"
 
+#include <spdlog/spdlog.h>
 #include <algorithm>
 #include <cstring>
-#include <spdlog/spdlog.h>
 
 namespace poseidon::ps {
 
-Checkpointer::Checkpointer(std::string dir, CheckpointIdentity identity, const Shard& shard, uint64_t every,
-                           int keep, uint64_t start_clock)
+Checkpointer::Checkpointer(std::string dir, CheckpointIdentity identity, const Shard& shard, uint64_t every, int keep,
+                           uint64_t start_clock)
     : dir_(std::move(dir)),
       identity_(std::move(identity)),
       shard_(shard),
@@ -72,7 +72,8 @@ void Checkpointer::onVersion(uint32_t chunk, uint64_t version, uint64_t steps, s
   if (state0 != nullptr && !snapshot->state0.empty()) std::memcpy(snapshot->state0.data() + first, state0, where.bytes);
   if (state1 != nullptr && !snapshot->state1.empty()) std::memcpy(snapshot->state1.data() + first, state1, where.bytes);
   snapshot->steps[chunk] = steps;
-  std::copy(applied.begin(), applied.end(), snapshot->applied.begin() + static_cast<ptrdiff_t>(chunk) * identity_.workers);
+  std::copy(applied.begin(), applied.end(),
+            snapshot->applied.begin() + static_cast<ptrdiff_t>(chunk) * identity_.workers);
 
   std::lock_guard lock(mutex_);
   if (--snapshot->missing > 0) return;
@@ -99,8 +100,8 @@ void Checkpointer::writerLoop() {
     data.state0 = snapshot->state0;
     data.state1 = snapshot->state1;
     Status status = writeCheckpoint(dir_, identity_, data, keep_);
-    if (!status.isOk()) spdlog::error("server {}: checkpoint at clock {}: {}", identity_.server, data.clock,
-                                      status.toString());
+    if (!status.isOk())
+      spdlog::error("server {}: checkpoint at clock {}: {}", identity_.server, data.clock, status.toString());
     lock.lock();
     writing_ = false;
     if (status.isOk()) {

@@ -1,12 +1,11 @@
 #include "ps/checkpoint/resume.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <charconv>
-#include <fmt/format.h>
 #include <string>
 
 namespace poseidon::ps {
-
 
 namespace {
 

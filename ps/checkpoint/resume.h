@@ -14,9 +14,8 @@
 namespace poseidon::ps {
 
 Status publishCheckpointClocks(transport::bootstrap::Store& store, const PsJob& job, int server,
-                                          const std::vector<uint64_t>& clocks);
+                               const std::vector<uint64_t>& clocks);
 
-Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job,
-                                             Deadline deadline);
+Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job, Deadline deadline);
 
 }  // namespace poseidon::ps

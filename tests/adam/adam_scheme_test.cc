@@ -15,8 +15,8 @@
 #include "adam/adam_protocol.h"
 #include "adam/adam_server.h"
 #include "adam/adam_worker.h"
-#include "trainer/hybcomm/cost_model.h"
 #include "tests/support/mesh.h"
+#include "trainer/hybcomm/cost_model.h"
 #include "transport/bootstrap/file_store.h"
 
 namespace poseidon::adam {
@@ -249,7 +249,9 @@ struct Shape {
 };
 
 // Test names (ctest's too) show the shape, not the parameter's bytes.
-void PrintTo(const Shape& shape, std::ostream* out) { *out << shape.workers << " workers, " << shape.servers << " servers"; }
+void PrintTo(const Shape& shape, std::ostream* out) {
+  *out << shape.workers << " workers, " << shape.servers << " servers";
+}
 
 class AdamSchemeTest : public ::testing::TestWithParam<Shape> {};
 
@@ -324,12 +326,12 @@ TEST_P(AdamSchemeTest, EveryWorkerGetsTheExactSumAndTrafficMatchesTheCostModel) 
     const model::Layer& shape = layers[l];
     const trainer::ClusterShape cluster{workers, servers, static_cast<int64_t>(kOddBatch)};
     const auto as_traffic = [&](const trainer::NodeTraffic& t) {
-      return scheme::Traffic{.syncs = kIterations,
-                             .sent_bytes = static_cast<uint64_t>(iterations * t.sent_floats * sizeof(float)),
-                          .sent_messages = static_cast<uint64_t>(iterations * static_cast<double>(t.sent_messages)),
-                          .received_bytes = static_cast<uint64_t>(iterations * t.received_floats * sizeof(float)),
-                          .received_messages =
-                              static_cast<uint64_t>(iterations * static_cast<double>(t.received_messages))};
+      return scheme::Traffic{
+          .syncs = kIterations,
+          .sent_bytes = static_cast<uint64_t>(iterations * t.sent_floats * sizeof(float)),
+          .sent_messages = static_cast<uint64_t>(iterations * static_cast<double>(t.sent_messages)),
+          .received_bytes = static_cast<uint64_t>(iterations * t.received_floats * sizeof(float)),
+          .received_messages = static_cast<uint64_t>(iterations * static_cast<double>(t.received_messages))};
     };
     auto worker_model = trainer::adamWorkerTraffic(shape, cluster);
     auto server_model = trainer::adamServerTraffic(shape, cluster);
@@ -349,7 +351,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AdamSchemeTest,
                          ::testing::Values(Shape{2, 1}, Shape{3, 1}, Shape{4, 1}, Shape{2, 2}, Shape{3, 2},
                                            Shape{4, 2}),
                          [](const ::testing::TestParamInfo<Shape>& param_info) {
-                           return "P" + std::to_string(param_info.param.workers) + "_S" + std::to_string(param_info.param.servers);
+                           return "P" + std::to_string(param_info.param.workers) + "_S" +
+                                  std::to_string(param_info.param.servers);
                          });
 
 TEST(AdamFailures, OthersTimeOutNamingAWorkerThatNeverPushes) {
@@ -459,9 +462,7 @@ void waitFor(const std::atomic<bool>& flag, Deadline deadline) {
   while (!flag.load() && !deadline.expired()) std::this_thread::sleep_for(1ms);
 }
 
-uint32_t push(size_t layer, uint64_t iteration) {
-  return encodeAdamImm(AdamToServer::kPush, layer, iteration);
-}
+uint32_t push(size_t layer, uint64_t iteration) { return encodeAdamImm(AdamToServer::kPush, layer, iteration); }
 
 void PrintTo(const Rogue& rogue, std::ostream* out) { *out << rogue.name; }
 
@@ -519,8 +520,11 @@ INSTANTIATE_TEST_SUITE_P(
         Rogue{"layer_out_of_range", false, {push(9000, 0)}, "a push of layer 9000, which this server does not hold"},
         Rogue{"wrong_iteration", false, {push(0, 5)}, "iteration low bits 5, expected iteration 0"},
         Rogue{"unknown_type", false, {3u << 30}, "type 3, expected push (0) or bye (1)"},
-        Rogue{"push_before_gradient", false, {push(0, 0), push(0, 1)},
-              "it pushed iteration 1 before the gradient of iteration 0 was sent", true},
+        Rogue{"push_before_gradient",
+              false,
+              {push(0, 0), push(0, 1)},
+              "it pushed iteration 1 before the gradient of iteration 0 was sent",
+              true},
         Rogue{"from_a_server", true, {push(0, 0)}, "that rank is not a worker of this job (workers are ranks 0..1)"}),
     [](const ::testing::TestParamInfo<Rogue>& param_info) { return std::string(param_info.param.name); });
 

@@ -145,21 +145,20 @@ TEST(ChunkUpdateArguments, NameTheBadField) {
 
   const float* with_null[] = {c.gradients[0].data(), nullptr};
   const float* overlapping[] = {c.params.data() + 3};
-  expectEachRejected(
-      chunkUpdateCpu, good,
-      {{[](ChunkUpdate& u) { u.params = nullptr; }, "params is null"},
-       {[](ChunkUpdate& u) { u.gradients = {}; }, "gradients is empty"},
-       {[&](ChunkUpdate& u) { u.gradients = with_null; }, "gradients[1] is null"},
-       {[](ChunkUpdate& u) { u.state1 = nullptr; }, "state1 is null but adam needs 2"},
-       {[](ChunkUpdate& u) {
-          u.state0 = nullptr;
-          u.step.kind = OptimizerKind::kSgd;
-          u.step.momentum = 0.9f;
-        },
-        "state0 is null but sgd with momentum 0.9 needs 1"},
-       {[](ChunkUpdate& u) { u.step.kind = static_cast<OptimizerKind>(7); }, "step.kind 7"},
-       {[&](ChunkUpdate& u) { u.gradients = overlapping; }, "params overlaps gradients[0]"},
-       {[](ChunkUpdate& u) { u.state1 = u.state0 + 1; }, "state0 overlaps state1"}});
+  expectEachRejected(chunkUpdateCpu, good,
+                     {{[](ChunkUpdate& u) { u.params = nullptr; }, "params is null"},
+                      {[](ChunkUpdate& u) { u.gradients = {}; }, "gradients is empty"},
+                      {[&](ChunkUpdate& u) { u.gradients = with_null; }, "gradients[1] is null"},
+                      {[](ChunkUpdate& u) { u.state1 = nullptr; }, "state1 is null but adam needs 2"},
+                      {[](ChunkUpdate& u) {
+                         u.state0 = nullptr;
+                         u.step.kind = OptimizerKind::kSgd;
+                         u.step.momentum = 0.9f;
+                       },
+                       "state0 is null but sgd with momentum 0.9 needs 1"},
+                      {[](ChunkUpdate& u) { u.step.kind = static_cast<OptimizerKind>(7); }, "step.kind 7"},
+                      {[&](ChunkUpdate& u) { u.gradients = overlapping; }, "params overlaps gradients[0]"},
+                      {[](ChunkUpdate& u) { u.state1 = u.state0 + 1; }, "state0 overlaps state1"}});
 }
 
 TEST(ChunkUpdateArguments, PlainSgdNeedsNoState) {

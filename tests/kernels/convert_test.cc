@@ -9,8 +9,8 @@
 #include <cstring>
 #include <limits>
 #include <ostream>
-#include <string>
 #include <random>
+#include <string>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -26,12 +26,27 @@ namespace {
 // Floats that exercise every path: random bit patterns (all exponents, NaNs, subnormals) and the
 // edges of binary16 and bfloat16.
 std::vector<float> testFloats() {
-  std::vector<float> values = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65519.996f, 65520.0f, -65520.0f, 65536.0f,
-                               std::ldexp(1.0f, -14), std::ldexp(1.0f, -24), std::ldexp(1.0f, -25),
-                               std::ldexp(3.0f, -26), std::ldexp(1.0f, -26), std::numeric_limits<float>::max(),
-                               std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                               std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
-                               std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min()};
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               1.0f,
+                               -1.0f,
+                               65504.0f,
+                               65519.996f,
+                               65520.0f,
+                               -65520.0f,
+                               65536.0f,
+                               std::ldexp(1.0f, -14),
+                               std::ldexp(1.0f, -24),
+                               std::ldexp(1.0f, -25),
+                               std::ldexp(3.0f, -26),
+                               std::ldexp(1.0f, -26),
+                               std::numeric_limits<float>::max(),
+                               std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::quiet_NaN(),
+                               -std::numeric_limits<float>::quiet_NaN(),
+                               std::numeric_limits<float>::denorm_min(),
+                               std::numeric_limits<float>::min()};
   std::mt19937 random(7);
   for (int n = 0; n < 1000000; ++n) values.push_back(bitsFloat(static_cast<uint32_t>(random())));
   // Values near binary16's range, where most of its rounding cases are.

@@ -43,9 +43,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   const auto* want = static_cast<const unsigned char*>(host);
   for (size_t b = 0; b < bytes; ++b) {
     if (copy[b] != want[b]) {
-      return ::testing::AssertionFailure() << name << ": byte " << b << " (element " << b / 4
-                                           << " as float) differs, GPU " << static_cast<int>(copy[b]) << ", CPU "
-                                           << static_cast<int>(want[b]);
+      return ::testing::AssertionFailure()
+             << name << ": byte " << b << " (element " << b / 4 << " as float) differs, GPU "
+             << static_cast<int>(copy[b]) << ", CPU " << static_cast<int>(want[b]);
     }
   }
   return ::testing::AssertionSuccess();

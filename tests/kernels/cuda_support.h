@@ -11,10 +11,10 @@
 
 namespace poseidon::kernels {
 
-#define ASSERT_CUDA(call)                                                           \
-  do {                                                                              \
-    const cudaError_t _err = (call);                                                \
-    ASSERT_EQ(_err, cudaSuccess) << #call << ": " << cudaGetErrorString(_err);      \
+#define ASSERT_CUDA(call)                                                      \
+  do {                                                                         \
+    const cudaError_t _err = (call);                                           \
+    ASSERT_EQ(_err, cudaSuccess) << #call << ": " << cudaGetErrorString(_err); \
   } while (0)
 
 // Empty when a device is there; else why not, for GTEST_SKIP.

@@ -94,8 +94,9 @@ uint32_t referenceUnpack(PackedType type, uint32_t packed_bits, float scale) {
 bool sameValueBits(PackedType type, uint32_t a, uint32_t b) {
   const bool wide = type == PackedType::kF32;
   auto isNan = [&](uint32_t u) {
-    return wide ? (u & 0x7fffffffu) > 0x7f800000u
-                : type == PackedType::kF16 ? (u & 0x7fffu) > 0x7c00u : (u & 0x7fffu) > 0x7f80u;
+    return wide                       ? (u & 0x7fffffffu) > 0x7f800000u
+           : type == PackedType::kF16 ? (u & 0x7fffu) > 0x7c00u
+                                      : (u & 0x7fffu) > 0x7f80u;
   };
   const uint32_t sign = wide ? 0x80000000u : 0x8000u;
   if (isNan(a) || isNan(b)) return isNan(a) && isNan(b) && (a & sign) == (b & sign);

@@ -15,7 +15,6 @@
 namespace poseidon::kernels {
 namespace {
 
-
 TEST(OptimizerSchedule, ConstantAndStep) {
   LrSchedule s;
   s.base_lr = 0.1;
@@ -69,9 +68,7 @@ void expectInvalid(const OptimizerConfig& config, const std::string& message) {
   EXPECT_EQ(status.message(), message);
 }
 
-TEST(OptimizerValidate, DefaultsAreValid) {
-  EXPECT_TRUE(OptimizerConfig().validate().isOk());
-}
+TEST(OptimizerValidate, DefaultsAreValid) { EXPECT_TRUE(OptimizerConfig().validate().isOk()); }
 
 TEST(OptimizerValidate, MessagesNameFieldValueAndRange) {
   using Change = std::function<void(OptimizerConfig&)>;
@@ -191,14 +188,17 @@ TEST(OptimizerParse, BadSpecsNameTheKeyAndValue) {
   expectParseError("adam:momentum=0.9", "optimizer option 'momentum' does not apply to adam");
   expectParseError("sgd:beta1=0.9", "optimizer option 'beta1' does not apply to sgd");
   expectParseError("sgd:init=0.1", "optimizer option 'init' does not apply to sgd");
-  expectParseError("sgd:max_steps=10", "optimizer option 'max_steps' needs schedule=poly or schedule=cosine, not "
-                                       "schedule=constant");
+  expectParseError("sgd:max_steps=10",
+                   "optimizer option 'max_steps' needs schedule=poly or schedule=cosine, not "
+                   "schedule=constant");
   expectParseError("sgd:schedule=poly,max_steps=10,min_lr=0",
                    "optimizer option 'min_lr' needs schedule=cosine, not schedule=poly");
-  expectParseError("sgd:foo=1", "unknown optimizer option 'foo' for sgd (expected lr, wd, momentum, nesterov, "
-                                "schedule, step_size, gamma, max_steps, power, min_lr)");
-  expectParseError("adam:lr=1,bar=2", "unknown optimizer option 'bar' for adam (expected lr, wd, eps, beta1, beta2, "
-                                      "schedule, step_size, gamma, max_steps, power, min_lr)");
+  expectParseError("sgd:foo=1",
+                   "unknown optimizer option 'foo' for sgd (expected lr, wd, momentum, nesterov, "
+                   "schedule, step_size, gamma, max_steps, power, min_lr)");
+  expectParseError("adam:lr=1,bar=2",
+                   "unknown optimizer option 'bar' for adam (expected lr, wd, eps, beta1, beta2, "
+                   "schedule, step_size, gamma, max_steps, power, min_lr)");
   // Values that parse but are out of range get validate()'s message.
   expectParseError("sgd:momentum=1.5", "optimizer momentum 1.5 is not in [0, 1)");
   expectParseError("sgd:lr=nan", "optimizer lr nan is not a finite value >= 0");
@@ -223,7 +223,7 @@ TEST(OptimizerParse, SumIsASummationServer) {
   std::vector<float> params(gradient.size(), 123.0f);
   std::fill(params.begin(), params.end(), 0.0f);
   const float* g = gradient.data();
-  kernels::ChunkUpdate update{params.data(), nullptr, nullptr, params.size(), std::span<const float* const>(&g, 1),
+  kernels::ChunkUpdate update{params.data(),  nullptr, nullptr, params.size(), std::span<const float* const>(&g, 1),
                               sum->stepFor(5)};
   kernels::chunkUpdateCpu(update);
   for (size_t i = 0; i < gradient.size(); ++i) {

@@ -32,7 +32,10 @@ struct DeviceGroup {
   }
   PackJob job(const PackCase& c, float scale) const {
     return {{static_cast<const PackPiece*>(pieces.get()), count},
-            static_cast<unsigned char*>(packed.get()) + packedBytes(c.type), c.packed_count, c.type, scale};
+            static_cast<unsigned char*>(packed.get()) + packedBytes(c.type),
+            c.packed_count,
+            c.type,
+            scale};
   }
 
   std::vector<DeviceBuffer> tensors;

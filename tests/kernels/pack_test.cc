@@ -141,14 +141,13 @@ TEST(PackArguments, NameTheBadField) {
   too_long[1].count = g.packed_count;
   null_tensor[0].tensor = nullptr;
   for (auto kernel : {packCpu, unpackCpu}) {
-    expectEachRejected(
-        kernel, good,
-        {{[](PackJob& job) { job.type = static_cast<PackedType>(4); }, "type 4"},
-         {[](PackJob& job) { job.packed = nullptr; }, "packed is null but packed_count is"},
-         {[](PackJob& job) { job.isa = static_cast<CpuIsa>(6); }, "isa 6"},
-         {[&](PackJob& job) { job.pieces = unsorted; }, "pieces[1].offset"},
-         {[&](PackJob& job) { job.pieces = too_long; }, "past packed_count"},
-         {[&](PackJob& job) { job.pieces = null_tensor; }, "pieces[0].tensor is null"}});
+    expectEachRejected(kernel, good,
+                       {{[](PackJob& job) { job.type = static_cast<PackedType>(4); }, "type 4"},
+                        {[](PackJob& job) { job.packed = nullptr; }, "packed is null but packed_count is"},
+                        {[](PackJob& job) { job.isa = static_cast<CpuIsa>(6); }, "isa 6"},
+                        {[&](PackJob& job) { job.pieces = unsorted; }, "pieces[1].offset"},
+                        {[&](PackJob& job) { job.pieces = too_long; }, "past packed_count"},
+                        {[&](PackJob& job) { job.pieces = null_tensor; }, "pieces[0].tensor is null"}});
   }
 }
 

@@ -5,8 +5,8 @@
 
 namespace poseidon::kernels {
 
-ExpectedElement reference(ElementRule rule, const OptimizerStep& step, double sum, double sum_abs, double w,
-                          double s0, double s1) {
+ExpectedElement reference(ElementRule rule, const OptimizerStep& step, double sum, double sum_abs, double w, double s0,
+                          double s1) {
   const double lr = step.lr, m = step.momentum, eps = step.eps;
   const double d = sum * step.grad_scale + step.weight_decay * w;
   const double d_abs = sum_abs * step.grad_scale + step.weight_decay * std::abs(w);

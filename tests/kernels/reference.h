@@ -26,8 +26,8 @@ struct ExpectedElement {
 
 // The element update in double. `sum` and `sum_abs` are the exact gradient sum and the sum of
 // its terms' absolute values; w, s0, s1 the float inputs.
-ExpectedElement reference(ElementRule rule, const OptimizerStep& step, double sum, double sum_abs, double w,
-                          double s0, double s1);
+ExpectedElement reference(ElementRule rule, const OptimizerStep& step, double sum, double sum_abs, double w, double s0,
+                          double s1);
 
 // Tolerance, relative to an output's scale, for a gradient that is a float sum of `terms` terms
 // (each addition or fused multiply-add one rounding). Every float operation rounds with relative

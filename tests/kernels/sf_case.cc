@@ -11,7 +11,7 @@ std::string shapeName(const SfShape& s) {
 }
 
 std::vector<SfShape> testShapes() {
-  std::vector<SfShape> shapes = {{1, 1, 1, 1}, {13, 33, 3, 2}, {11, 31, 5, 1}, {7, 17, 1, 4},
+  std::vector<SfShape> shapes = {{1, 1, 1, 1},   {13, 33, 3, 2},    {11, 31, 5, 1},   {7, 17, 1, 4},
                                  {25, 65, 0, 2}, {30, 300, 256, 4}, {130, 129, 20, 3}};
   std::mt19937 random(2024);
   std::uniform_int_distribution<size_t> side(1, 150), rank(1, 40), peers(1, 5);

@@ -75,7 +75,8 @@ TEST(SfUpdateGpuArguments, RejectedBeforeTheDevice) {
   u.v = many;
   EXPECT_EQ(sfUpdateCuda(u, nullptr), cudaErrorInvalidValue);
   const Status status = sfUpdate(u, Place::cuda(nullptr));
-  EXPECT_NE(status.message().find("129 peers' factors exceed the CUDA kernel's 128"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("129 peers' factors exceed the CUDA kernel's 128"), std::string::npos)
+      << status.message();
   u = c.update(0);
   u.rows = 0;
   EXPECT_EQ(sfUpdateCuda(u, nullptr), cudaSuccess);  // nothing to do, nothing launched

@@ -214,17 +214,16 @@ TEST(SfUpdateArguments, NameTheBadField) {
 
   const float* with_null[] = {c.u_pointers[0], nullptr};
   const float* overlapping[] = {c.weights.params.data() + 2, c.u_pointers[1]};
-  expectEachRejected(
-      sfUpdateCpu, good,
-      {{[](SfUpdate& u) { u.params = nullptr; }, "params is null"},
-       {[](SfUpdate& u) { u.u = {}; }, "u is empty"},
-       {[](SfUpdate& u) { u.v = u.v.first(1); }, "u has 2 factors but v has 1"},
-       {[&](SfUpdate& u) { u.u = with_null; }, "u[1] is null"},
-       {[](SfUpdate& u) { u.state1 = nullptr; }, "state1 is null but adam needs 2"},
-       {[](SfUpdate& u) { u.step.kind = static_cast<OptimizerKind>(9); }, "step.kind 9"},
-       {[](SfUpdate& u) { u.method = static_cast<SfMethod>(5); }, "method 5"},
-       {[](SfUpdate& u) { u.isa = static_cast<CpuIsa>(8); }, "isa 8"},
-       {[&](SfUpdate& u) { u.u = overlapping; }, "params overlaps u[0]"}});
+  expectEachRejected(sfUpdateCpu, good,
+                     {{[](SfUpdate& u) { u.params = nullptr; }, "params is null"},
+                      {[](SfUpdate& u) { u.u = {}; }, "u is empty"},
+                      {[](SfUpdate& u) { u.v = u.v.first(1); }, "u has 2 factors but v has 1"},
+                      {[&](SfUpdate& u) { u.u = with_null; }, "u[1] is null"},
+                      {[](SfUpdate& u) { u.state1 = nullptr; }, "state1 is null but adam needs 2"},
+                      {[](SfUpdate& u) { u.step.kind = static_cast<OptimizerKind>(9); }, "step.kind 9"},
+                      {[](SfUpdate& u) { u.method = static_cast<SfMethod>(5); }, "method 5"},
+                      {[](SfUpdate& u) { u.isa = static_cast<CpuIsa>(8); }, "isa 8"},
+                      {[&](SfUpdate& u) { u.u = overlapping; }, "params overlaps u[0]"}});
   if (!sfBlasAvailable()) {
     SfUpdate u = good;
     u.method = SfMethod::kBlas;

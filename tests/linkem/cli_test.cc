@@ -32,9 +32,8 @@ std::string missing_ns() { return "plk-missing-" + std::to_string(::getpid()); }
 TEST(LinkemCli, HelpListsTheOptions) {
   const ProcessResult r = linkem({"--help"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (const char* option :
-       {"--ns-a", "--ns-b", "--addr-a", "--addr-b", "--dev-name", "--delay-ms", "--jitter-ms",
-        "--loss", "--rate-mbit", "--seed", "--mtu", "--duration-s", "--ready-file"})
+  for (const char* option : {"--ns-a", "--ns-b", "--addr-a", "--addr-b", "--dev-name", "--delay-ms", "--jitter-ms",
+                             "--loss", "--rate-mbit", "--seed", "--mtu", "--duration-s", "--ready-file"})
     EXPECT_NE(r.output.find(option), std::string::npos) << option << " missing from\n" << r.output;
 }
 
@@ -83,8 +82,7 @@ TEST(LinkemCli, BadValuesExitWithCode2AndSayWhy) {
 TEST(LinkemCli, SameNamespaceTwiceIsRefused) {
   const ProcessResult r = linkem({"--ns-a", missing_ns(), "--ns-b", missing_ns()});
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--ns-b '" + missing_ns() + "': expected a namespace different from"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("--ns-b '" + missing_ns() + "': expected a namespace different from"), std::string::npos)
       << r.output;
 }
 

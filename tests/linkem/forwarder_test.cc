@@ -70,14 +70,12 @@ std::vector<char> receive(int fd, milliseconds timeout) {
   return buf;
 }
 
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 TEST(Forwarder, DelaysEachDirection) {
   Wires w;
-  Forwarder f(w.fwd_a.fd, w.fwd_b.fd, LinkConfig{.delay = milliseconds(30)},
-              LinkConfig{.delay = milliseconds(10)}, 2048);
+  Forwarder f(w.fwd_a.fd, w.fwd_b.fd, LinkConfig{.delay = milliseconds(30)}, LinkConfig{.delay = milliseconds(10)},
+              2048);
   Running running(f);
 
   const std::string hello = "hello from a";

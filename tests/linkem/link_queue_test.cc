@@ -53,9 +53,9 @@ TEST(LinkQueue, HoldsEachPacketForTheDelay) {
   EXPECT_EQ(q.release(kT0 + milliseconds(20) - nanoseconds(1), [&](auto) { ++handed; }), 0u);
   EXPECT_EQ(handed, 0);
   std::vector<std::byte> received;
-  EXPECT_EQ(q.release(kT0 + milliseconds(20),
-                      [&](std::span<const std::byte> p) { received.assign(p.begin(), p.end()); }),
-            1u);
+  EXPECT_EQ(
+      q.release(kT0 + milliseconds(20), [&](std::span<const std::byte> p) { received.assign(p.begin(), p.end()); }),
+      1u);
   EXPECT_EQ(received, sent);
   EXPECT_FALSE(q.next_release().has_value());
   EXPECT_EQ(q.stats().released, 1u);
@@ -99,8 +99,7 @@ TEST(LinkQueue, JitterStaysWithinBoundsAndReleasesByTime) {
   bool reordered = false;
   double min_ms = 1e9, max_ms = 0;
   for (std::size_t i = 0; i < out.size(); ++i) {
-    const double d =
-        std::chrono::duration<double, std::milli>(out[i].at - arrival[out[i].number]).count();
+    const double d = std::chrono::duration<double, std::milli>(out[i].at - arrival[out[i].number]).count();
     min_ms = std::min(min_ms, d);
     max_ms = std::max(max_ms, d);
     if (i > 0) {
@@ -157,8 +156,7 @@ TEST(LinkQueue, SameSeedGivesTheSameLossPattern) {
   auto pattern = [](std::uint64_t seed) {
     LinkQueue q(LinkConfig{.loss = 0.3, .seed = seed});
     std::vector<bool> lost;
-    for (std::uint32_t i = 0; i < 1000; ++i)
-      lost.push_back(q.offer(packet(i), kT0) == Verdict::lost);
+    for (std::uint32_t i = 0; i < 1000; ++i) lost.push_back(q.offer(packet(i), kT0) == Verdict::lost);
     return lost;
   };
   EXPECT_EQ(pattern(17), pattern(17));
@@ -168,8 +166,7 @@ TEST(LinkQueue, SameSeedGivesTheSameLossPattern) {
 TEST(LinkQueue, RateLimitSpacesPacketsAfterTheBurst) {
   // 1 Mbit/s = 125000 bytes/s: a 1250-byte packet takes 10 ms. The bucket starts full with
   // 2500 bytes, so the first two packets go at once.
-  LinkQueue q(
-      LinkConfig{.delay = milliseconds(20), .rate_bytes_per_s = 125000.0, .burst_bytes = 2500});
+  LinkQueue q(LinkConfig{.delay = milliseconds(20), .rate_bytes_per_s = 125000.0, .burst_bytes = 2500});
   for (std::uint32_t i = 0; i < 100; ++i) ASSERT_EQ(q.offer(packet(i, 1250), kT0), Verdict::queued);
   const auto out = drain(q);
   ASSERT_EQ(out.size(), 100u);
@@ -231,8 +228,7 @@ TEST(LinkQueue, RejectsBadConfigurations) {
   EXPECT_THROW((LinkQueue(LinkConfig{.loss = 1.5})), std::invalid_argument);
   EXPECT_THROW((LinkQueue(LinkConfig{.loss = -0.1})), std::invalid_argument);
   EXPECT_THROW((LinkQueue(LinkConfig{.delay = milliseconds(-1)})), std::invalid_argument);
-  EXPECT_THROW((LinkQueue(LinkConfig{.rate_bytes_per_s = 1000.0, .burst_bytes = 0})),
-               std::invalid_argument);
+  EXPECT_THROW((LinkQueue(LinkConfig{.rate_bytes_per_s = 1000.0, .burst_bytes = 0})), std::invalid_argument);
   EXPECT_THROW((LinkQueue(LinkConfig{.queue_limit = 0})), std::invalid_argument);
   EXPECT_NE(validate(LinkConfig{.loss = 2.0}).find("loss 2"), std::string::npos);
 }

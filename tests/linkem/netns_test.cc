@@ -109,8 +109,7 @@ class LinkemNetns : public ::testing::Test {
       linkem_->stop(SIGTERM);
       linkem_.reset();
     }
-    if (HasFailure() && !log_file_.empty())
-      std::cerr << "poseidon-linkem log:\n" << read_file(log_file_) << "\n";
+    if (HasFailure() && !log_file_.empty()) std::cerr << "poseidon-linkem log:\n" << read_file(log_file_) << "\n";
     for (const std::string& ns : created_) {
       const ProcessResult r = run_process({"ip", "netns", "del", ns});
       EXPECT_EQ(r.exit_code, 0) << "`ip netns del " << ns << "`: " << r.output;
@@ -129,8 +128,8 @@ class LinkemNetns : public ::testing::Test {
     linkem_ = std::make_unique<ChildProcess>(argv, log_file_);
     const auto deadline = Clock::now() + std::chrono::seconds(10);
     while (!std::filesystem::exists(ready_file_)) {
-      ASSERT_TRUE(linkem_->running())
-          << "poseidon-linkem exited with " << linkem_->exit_code() << ": " << read_file(log_file_);
+      ASSERT_TRUE(linkem_->running()) << "poseidon-linkem exited with " << linkem_->exit_code() << ": "
+                                      << read_file(log_file_);
       ASSERT_LT(Clock::now(), deadline) << "poseidon-linkem not ready after 10 s";
       std::this_thread::sleep_for(milliseconds(10));
     }
@@ -157,8 +156,7 @@ TEST_F(LinkemNetns, TcpRoundTripSeesTheDelayBothWays) {
   const int one = 1;
   ::setsockopt(listener.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   const sockaddr_in server_addr = ipv4("10.77.1.2", port);
-  ASSERT_EQ(
-      ::bind(listener.fd, reinterpret_cast<const sockaddr*>(&server_addr), sizeof server_addr), 0)
+  ASSERT_EQ(::bind(listener.fd, reinterpret_cast<const sockaddr*>(&server_addr), sizeof server_addr), 0)
       << std::strerror(errno);
   ASSERT_EQ(::listen(listener.fd, 4), 0);
   std::thread server([fd = listener.fd] {
@@ -186,8 +184,7 @@ TEST_F(LinkemNetns, TcpRoundTripSeesTheDelayBothWays) {
   timeval tv{5, 0};
   ::setsockopt(client.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);  // bounds connect()
   const auto t0 = Clock::now();
-  ASSERT_EQ(
-      ::connect(client.fd, reinterpret_cast<const sockaddr*>(&server_addr), sizeof server_addr), 0)
+  ASSERT_EQ(::connect(client.fd, reinterpret_cast<const sockaddr*>(&server_addr), sizeof server_addr), 0)
       << std::strerror(errno);
   const double connect_ms = ms_between(t0, Clock::now());
 
@@ -218,8 +215,7 @@ TEST_F(LinkemNetns, TcpRoundTripSeesTheDelayBothWays) {
 }
 
 TEST_F(LinkemNetns, UdpBurstSeesTheLoss) {
-  ASSERT_NO_FATAL_FAILURE(
-      start_linkem("10.77.2", {"--delay-ms", "20", "--loss", "0.2", "--seed", "7"}));
+  ASSERT_NO_FATAL_FAILURE(start_linkem("10.77.2", {"--delay-ms", "20", "--loss", "0.2", "--seed", "7"}));
   const std::uint16_t port = 9009;
   constexpr std::uint32_t kPackets = 1000;
 
@@ -228,18 +224,15 @@ TEST_F(LinkemNetns, UdpBurstSeesTheLoss) {
   const int rcvbuf = 8 << 20;  // room for the whole burst, so only the link loses packets
   ::setsockopt(rx.fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
   const sockaddr_in rx_addr = ipv4("10.77.2.2", port);
-  ASSERT_EQ(::bind(rx.fd, reinterpret_cast<const sockaddr*>(&rx_addr), sizeof rx_addr), 0)
-      << std::strerror(errno);
+  ASSERT_EQ(::bind(rx.fd, reinterpret_cast<const sockaddr*>(&rx_addr), sizeof rx_addr), 0) << std::strerror(errno);
 
   Fd tx(socket_in(ns_a_, SOCK_DGRAM));
   ASSERT_GE(tx.fd, 0) << std::strerror(errno);
-  ASSERT_EQ(::connect(tx.fd, reinterpret_cast<const sockaddr*>(&rx_addr), sizeof rx_addr), 0)
-      << std::strerror(errno);
+  ASSERT_EQ(::connect(tx.fd, reinterpret_cast<const sockaddr*>(&rx_addr), sizeof rx_addr), 0) << std::strerror(errno);
   for (std::uint32_t i = 0; i < kPackets; ++i) {
     char buf[200] = {};
     std::memcpy(buf, &i, sizeof i);
-    ASSERT_EQ(::send(tx.fd, buf, sizeof buf, 0), ssize_t(sizeof buf))
-        << "packet " << i << ": " << std::strerror(errno);
+    ASSERT_EQ(::send(tx.fd, buf, sizeof buf, 0), ssize_t(sizeof buf)) << "packet " << i << ": " << std::strerror(errno);
     // Paced a little, so the TUN device's transmit queue (500 packets) never overflows.
     if (i % 50 == 49) std::this_thread::sleep_for(milliseconds(1));
   }
@@ -255,8 +248,8 @@ TEST_F(LinkemNetns, UdpBurstSeesTheLoss) {
     received.insert(seq);
   }
   const double lost = 1.0 - static_cast<double>(received.size()) / kPackets;
-  std::cout << "[ linkem   ] --loss 0.2: " << kPackets - received.size() << " of " << kPackets
-            << " UDP packets lost (" << lost * 100 << "%)\n";
+  std::cout << "[ linkem   ] --loss 0.2: " << kPackets - received.size() << " of " << kPackets << " UDP packets lost ("
+            << lost * 100 << "%)\n";
   RecordProperty("udp_loss_percent", std::to_string(lost * 100));
   EXPECT_GE(lost, 0.10);
   EXPECT_LE(lost, 0.30);
@@ -286,8 +279,8 @@ TEST_F(LinkemNetns, DurationEndsTheRun) {
 TEST_F(LinkemNetns, ADeviceNameInUseIsReported) {
   ASSERT_NO_FATAL_FAILURE(start_linkem("10.77.5", {}));
   // A second instance on the same namespaces and device name must refuse, not take over.
-  const ProcessResult r = run_process({POSEIDON_LINKEM_BINARY, "--ns-a", ns_a_, "--ns-b", ns_b_,
-                                       "--addr-a", "10.77.5.1/24", "--addr-b", "10.77.5.2/24"});
+  const ProcessResult r = run_process({POSEIDON_LINKEM_BINARY, "--ns-a", ns_a_, "--ns-b", ns_b_, "--addr-a",
+                                       "10.77.5.1/24", "--addr-b", "10.77.5.2/24"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("already exists"), std::string::npos) << r.output;
   EXPECT_TRUE(linkem_->running());

@@ -17,9 +17,15 @@ Model threeLayers(uint64_t fc3_rows) {
 TEST(Fingerprint, ModelItemsInModelOrder) {
   const Fingerprint fingerprint = modelFingerprint(threeLayers(16));
   const std::vector<FingerprintItem> expected = {
-      {"model.batch", "32"},         {"bn.weight", "8 floats"},  {"bn.bias", "8 floats"},
-      {"layer bn", "other:bn=8+8"},  {"fc2.weight", "32 floats"}, {"fc2.bias", "4 floats"},
-      {"layer fc2", "fc:fc2=4x8+bias"}, {"fc3.weight", "160 floats"}, {"layer fc3", "fc:fc3=16x10"},
+      {"model.batch", "32"},
+      {"bn.weight", "8 floats"},
+      {"bn.bias", "8 floats"},
+      {"layer bn", "other:bn=8+8"},
+      {"fc2.weight", "32 floats"},
+      {"fc2.bias", "4 floats"},
+      {"layer fc2", "fc:fc2=4x8+bias"},
+      {"fc3.weight", "160 floats"},
+      {"layer fc3", "fc:fc3=16x10"},
   };
   EXPECT_EQ(fingerprint.items(), expected);
   EXPECT_EQ(modelFingerprint(resnet50()).items().size(), 1 + resnet50().layers().size() + resnet50().tensors().size());
@@ -32,8 +38,10 @@ TEST(Fingerprint, FirstDifferenceInWords) {
   EXPECT_EQ(firstDifference(rank0, "rank 0", modelFingerprint(threeLayers(17)), "rank 1"),
             "rank 1 has fc3.weight = 170 floats, rank 0 has 160 floats");
   // The same sizes in another kind of layer: the layer's item tells them apart.
-  const Model other_kind("m", {Layer::other("bn", 8, 8), Layer::fullyConnected("fc2", 4, 8, true),
-                               Layer::fullyConnected("fc3", 10, 16, false)}, 32);
+  const Model other_kind(
+      "m",
+      {Layer::other("bn", 8, 8), Layer::fullyConnected("fc2", 4, 8, true), Layer::fullyConnected("fc3", 10, 16, false)},
+      32);
   EXPECT_EQ(firstDifference(rank0, "rank 0", modelFingerprint(other_kind), "rank 1"),
             "rank 1 has layer fc3 = fc:fc3=10x16, rank 0 has fc:fc3=16x10");
   // A tensor's count alone, as another module's list could have it.

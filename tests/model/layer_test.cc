@@ -32,8 +32,8 @@ TEST(Layer, ConvolutionFlopsFollowFromTheOutputMap) {
   EXPECT_EQ(biased.tensors()[0].shape, (std::vector<uint64_t>{64, 3, 3, 3}));
   EXPECT_EQ(biased.params(), 64u * 27 + 64);
   // Groups: each filter sees in_channels of the input, so FLOPs and weights shrink alike.
-  ConvShape grouped{.out_channels = 256, .in_channels = 48, .kernel_h = 5, .kernel_w = 5, .groups = 2,
-                    .out_h = 27, .out_w = 27};
+  ConvShape grouped{
+      .out_channels = 256, .in_channels = 48, .kernel_h = 5, .kernel_w = 5, .groups = 2, .out_h = 27, .out_w = 27};
   EXPECT_EQ(Layer::convolution("g", grouped).forwardFlops(), 2.0 * 256 * 48 * 25 * 27 * 27);
   EXPECT_EQ(Layer::other("bn", 64, 64).forwardFlops(), 0.0);
 }
@@ -52,8 +52,8 @@ TEST(Layer, ValidationNamesTheLayerAndTheValue) {
   EXPECT_EQ(message(Layer::other("x", std::vector<NamedCount>{}).validate()), "layer 'x' has no tensors");
   EXPECT_EQ(message(Layer::other("x", {{"x w", 3}}).validate()),
             "tensor 'x w' has ' ' in its name, expected none of , ; = : + or white space");
-  ConvShape shape{.out_channels = 3, .in_channels = 1, .kernel_h = 3, .kernel_w = 3, .groups = 2, .out_h = 1,
-                  .out_w = 1};
+  ConvShape shape{
+      .out_channels = 3, .in_channels = 1, .kernel_h = 3, .kernel_w = 3, .groups = 2, .out_h = 1, .out_w = 1};
   EXPECT_EQ(message(Layer::convolution("c", shape).validate()),
             "conv layer 'c' has 3 output channels in 2 groups, expected a multiple of the groups");
   shape.groups = 1;

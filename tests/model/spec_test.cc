@@ -51,9 +51,9 @@ TEST(ModelSpec, TheHybCommLanguage) {
 }
 
 TEST(ModelSpec, TheNewParts) {
-  const Model model =
-      parsed("conv:c1=96x3x11x11s4@55x55+bias,c2=256x48x5x5/2@27x27;other:bn=256+256,x=u:3+v:4;fc:f=10x20+bias;"
-             "batch=64;input=3x227x227");
+  const Model model = parsed(
+      "conv:c1=96x3x11x11s4@55x55+bias,c2=256x48x5x5/2@27x27;other:bn=256+256,x=u:3+v:4;fc:f=10x20+bias;"
+      "batch=64;input=3x227x227");
   ASSERT_EQ(model.layers().size(), 5u);
   const ConvShape c1 = model.layers()[0].conv();
   EXPECT_EQ(c1, (ConvShape{96, 3, 11, 11, 1, 4, 55, 55, true}));
@@ -70,8 +70,8 @@ TEST(ModelSpec, TheNewParts) {
 
 TEST(ModelSpec, RoundTrips) {
   for (const char* spec : {"uniform:3x5", "tensors:a=3,b=4", "fc:a=3x4;other:b=7;fc:c=2x2+bias,d=1x1",
-                           "conv:c=8x4x3x1/2s2@7x9+bias;other:bn=8+8,x=u:1+v:2+w:3;batch=5;input=4x9x9",
-                           "vgg19", "vgg19;batch=7;input=3x32x32", "inception-v3-noaux"}) {
+                           "conv:c=8x4x3x1/2s2@7x9+bias;other:bn=8+8,x=u:1+v:2+w:3;batch=5;input=4x9x9", "vgg19",
+                           "vgg19;batch=7;input=3x32x32", "inception-v3-noaux"}) {
     expectRoundTrip(spec);
   }
   EXPECT_EQ(formatModelSpec(parsed("tensors:a=3,b=4")), "other:a=3,b=4");
@@ -95,8 +95,9 @@ TEST(ModelSpec, ErrorsNameTheSpecAndThePart) {
       {"uniform:25", "model 'uniform:25': 'uniform:25' is not uniform:<tensors>x<floats>"},
       {"uniform:0x5", "model 'uniform:0x5': '0' is not a positive integer"},
       {"uniform:1000001x1", "model 'uniform:1000001x1': 'uniform:1000001x1' has over 10^6 tensors"},
-      {"tensors:a=1,b", "model 'tensors:a=1,b': 'b' is not <name>=<floats>, <name>=<weight>+<bias> or "
-                        "<name>=<tensor>:<floats>+..."},
+      {"tensors:a=1,b",
+       "model 'tensors:a=1,b': 'b' is not <name>=<floats>, <name>=<weight>+<bias> or "
+       "<name>=<tensor>:<floats>+..."},
       {"tensors:a=-1", "model 'tensors:a=-1': '-1' is not a positive integer"},
       {"other:=5", "model 'other:=5': '=5' is not <name>=<floats>"},
       {"other:a=1+2+3", "model 'other:a=1+2+3': 'a=1+2+3' is not <name>=<floats>"},
@@ -119,8 +120,9 @@ TEST(ModelSpec, ErrorsNameTheSpecAndThePart) {
       {"conv:a=1x1x1x1sx@2x2", "'x' is not a positive integer"},
       {"resnet", "model 'resnet': section 'resnet' is not a zoo name (alexnet, alexnet-torchvision, vgg19"},
       {"hybrid:a=1", "section 'hybrid:a=1' is not a zoo name"},
-      {"vgg19;fc:a=1x1", "model 'vgg19;fc:a=1x1': after zoo model 'vgg19', section 'fc:a=1x1' is not batch=K or "
-                         "input=CxHxW"},
+      {"vgg19;fc:a=1x1",
+       "model 'vgg19;fc:a=1x1': after zoo model 'vgg19', section 'fc:a=1x1' is not batch=K or "
+       "input=CxHxW"},
       {"vgg19;batch=0", "model 'vgg19;batch=0': '0' is not a positive integer"},
       {"fc:a=1x1;input=3x4", "model 'fc:a=1x1;input=3x4': 'input=3x4' is not input=<C>x<H>x<W>"},
       {"fc:a=1x1;", "model 'fc:a=1x1;': section '' is not a zoo name"},

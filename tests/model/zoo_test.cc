@@ -97,7 +97,7 @@ TEST(Zoo, GoogLeNetReproducesTheTableRows) {
     return total;
   };
   EXPECT_EQ(rowParams("conv1/"), 7u * 7 * 3 * 64 + 64);
-  EXPECT_EQ(rowParams("conv2/"), 114'688u + 64 + 192);  // Table 1's 112K
+  EXPECT_EQ(rowParams("conv2/"), 114'688u + 64 + 192);    // Table 1's 112K
   EXPECT_EQ(rowParams("inception_3a/"), 163'328u + 368);  // Table 1's 159K
   EXPECT_EQ(g.layers().size(), 3u + 9 * 6 + 1);
   const Layer& reduce = layer(g, "inception_4c/5x5");

@@ -4,12 +4,12 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -120,8 +120,8 @@ bool isBandwidth(const std::string& test) { return test.find("_bw") != std::stri
 
 // Both exited 0; the client's table has `sizes` rows of `fields` numbers, positive (the BW peak
 // may be 0 when `peak_zero`, as perftest's duration mode), and the server shows the same rows.
-Table expectTable(const PairRun& run, const std::string& header, const std::vector<uint64_t>& sizes,
-                  size_t fields, uint64_t iterations, bool peak_zero = false) {
+Table expectTable(const PairRun& run, const std::string& header, const std::vector<uint64_t>& sizes, size_t fields,
+                  uint64_t iterations, bool peak_zero = false) {
   EXPECT_EQ(run.client.exit_code, 0) << run.client.output;
   EXPECT_EQ(run.server_exit, 0) << run.server_output;
   const Table table = parseTable(run.client.output, header);

@@ -75,9 +75,33 @@ TEST(PerfOptions, PositionalsInEitherPlace) {
 }
 
 TEST(PerfOptions, EveryPerftestOption) {
-  const Options o = ok({"-s", "1M", "-n", "10", "-q", "4", "-p", "19000", "-t", "verbs", "--tx-depth", "16",
-                        "-r", "64", "-Q", "8", "--report_gbits", "--out_json", "r.json", "--secret", "x", "--bind",
-                        "10.0.0.1", "--busy-poll", "--timeout", "5", "h"});
+  const Options o = ok({"-s",
+                        "1M",
+                        "-n",
+                        "10",
+                        "-q",
+                        "4",
+                        "-p",
+                        "19000",
+                        "-t",
+                        "verbs",
+                        "--tx-depth",
+                        "16",
+                        "-r",
+                        "64",
+                        "-Q",
+                        "8",
+                        "--report_gbits",
+                        "--out_json",
+                        "r.json",
+                        "--secret",
+                        "x",
+                        "--bind",
+                        "10.0.0.1",
+                        "--busy-poll",
+                        "--timeout",
+                        "5",
+                        "h"});
   EXPECT_EQ(o.size, 1u << 20);
   EXPECT_EQ(o.iterations, 10u);
   EXPECT_EQ(o.streams, 4);

@@ -43,10 +43,10 @@ TEST(PerfLatencyStats, OddCountMedianAndPercentiles) {
   std::shuffle(gaps.begin(), gaps.end(), std::mt19937(1));
   const LatencyStats s = latencyStats(postTimes(gaps));
   EXPECT_DOUBLE_EQ(s.t_min, 0.5);
-  EXPECT_DOUBLE_EQ(s.t_typical, 500 / 2.0);    // delta[499] = 500 us round trip
-  EXPECT_DOUBLE_EQ(s.p99, 991 / 2.0);          // delta[ceil(989.01) = 990] = 991 us round trip
-  EXPECT_DOUBLE_EQ(s.p99_9, 1000 / 2.0);       // delta[ceil(998.001) = 999] = 1000 us round trip
-  EXPECT_DOUBLE_EQ(s.t_max, 1000 / 2.0);       // delta[measure_cnt = 999]
+  EXPECT_DOUBLE_EQ(s.t_typical, 500 / 2.0);  // delta[499] = 500 us round trip
+  EXPECT_DOUBLE_EQ(s.p99, 991 / 2.0);        // delta[ceil(989.01) = 990] = 991 us round trip
+  EXPECT_DOUBLE_EQ(s.p99_9, 1000 / 2.0);     // delta[ceil(998.001) = 999] = 1000 us round trip
+  EXPECT_DOUBLE_EQ(s.t_max, 1000 / 2.0);     // delta[measure_cnt = 999]
 }
 
 TEST(PerfLatencyStats, TooFewPostsGiveZeros) {
@@ -75,7 +75,8 @@ TEST(PerfPeak, SteadyStreamIsItsRate) {
   std::vector<int64_t> posts;
   std::vector<Ack> acks;
   for (int i = 0; i < 400; ++i) posts.push_back(i * 10'000);
-  for (int count = 4; count <= 400; count += 4) acks.push_back({static_cast<uint64_t>(count), (count - 1) * 10'000 + 50'000});
+  for (int count = 4; count <= 400; count += 4)
+    acks.push_back({static_cast<uint64_t>(count), (count - 1) * 10'000 + 50'000});
   const double peak = peakOpsPerSecond(posts, 0, acks);
   EXPECT_NEAR(peak, bruteForcePeak(posts, 0, acks), peak * 1e-9);
   EXPECT_NEAR(peak, 400.0 / (399 * 10e-6 + 50e-6), 1e-3);

@@ -34,8 +34,7 @@ std::atomic<size_t> g_largest_allocation{0};
 void* operator new(std::size_t size) {
   if (g_track_allocations.load(std::memory_order_relaxed)) {
     size_t seen = g_largest_allocation.load(std::memory_order_relaxed);
-    while (size > seen && !g_largest_allocation.compare_exchange_weak(seen, size)) {
-    }
+    while (size > seen && !g_largest_allocation.compare_exchange_weak(seen, size)) {}
   }
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
@@ -139,12 +138,25 @@ bool contains(const Status& status, const std::string& text) {
 // The file format written out independently of the implementation: field, size in bytes.
 std::vector<std::pair<std::string, uint64_t>> layoutOf(const CheckpointIdentity& id) {
   const uint64_t e = id.elements * 4;
-  std::vector<std::pair<std::string, uint64_t>> fields = {
-      {"magic", 8}, {"format version", 4}, {"server", 4}, {"servers", 4}, {"workers", 4},
-      {"chunk_bytes", 8}, {"model_fingerprint", 8}, {"chunks", 4}, {"elements", 8}, {"state_words", 4},
-      {"optimizer length", 4}, {"optimizer", id.optimizer.size()}, {"consistency length", 4},
-      {"consistency", id.consistency.size()}, {"clock", 8}, {"chunk_steps", id.chunks * 8ULL},
-      {"applied count", 8}, {"applied", uint64_t{id.chunks} * id.workers * 8}, {"params", e}};
+  std::vector<std::pair<std::string, uint64_t>> fields = {{"magic", 8},
+                                                          {"format version", 4},
+                                                          {"server", 4},
+                                                          {"servers", 4},
+                                                          {"workers", 4},
+                                                          {"chunk_bytes", 8},
+                                                          {"model_fingerprint", 8},
+                                                          {"chunks", 4},
+                                                          {"elements", 8},
+                                                          {"state_words", 4},
+                                                          {"optimizer length", 4},
+                                                          {"optimizer", id.optimizer.size()},
+                                                          {"consistency length", 4},
+                                                          {"consistency", id.consistency.size()},
+                                                          {"clock", 8},
+                                                          {"chunk_steps", id.chunks * 8ULL},
+                                                          {"applied count", 8},
+                                                          {"applied", uint64_t{id.chunks} * id.workers * 8},
+                                                          {"params", e}};
   if (id.state_words >= 1) fields.emplace_back("state word 0", e);
   if (id.state_words >= 2) fields.emplace_back("state word 1", e);
   fields.emplace_back("checksum", 4);
@@ -250,8 +262,8 @@ TEST_F(Checkpoint, RefusesEveryIdentityMismatchNamingFieldAndBothValues) {
     c.change(other);
     const auto status = load(other);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << c.field;
-    EXPECT_EQ(status.message(), "checkpoint " + path + " was written with " + c.field + " " + c.in_file +
-                                    "; this job uses " + c.in_job);
+    EXPECT_EQ(status.message(),
+              "checkpoint " + path + " was written with " + c.field + " " + c.in_file + "; this job uses " + c.in_job);
   }
   // The server and clock are also in the name; a renamed file is caught by its header.
   std::filesystem::copy_file(path, checkpointPath(dir.path(), 2, 40));
@@ -266,7 +278,10 @@ TEST_F(Checkpoint, RefusesAnotherFormatOrVersion) {
   const std::string path = writeBase();
   Bytes file = readFile(path);
   Bytes wrong_magic = file;
-  std::memcpy(wrong_magic.data(), "\x7f" "ELF\x02\x01\x01\x00", 8);
+  std::memcpy(wrong_magic.data(),
+              "\x7f"
+              "ELF\x02\x01\x01\x00",
+              8);
   writeFile(path, wrong_magic);
   auto status = load(id);
   EXPECT_EQ(status.message(), "checkpoint " + path +
@@ -289,9 +304,10 @@ TEST_F(Checkpoint, RefusesATruncatedFileAtEveryFieldNamingItNeverTouchingTheBuff
       loaded.poison();
       const auto status = loadCheckpoint(dir.path(), id, 40, loaded.data);
       EXPECT_EQ(status.code(), StatusCode::kIoError) << cut;
-      const std::string expected = fmt::format("checkpoint {} is truncated: field {} needs {} bytes at offset {}, "
-                                               "but the file has {} bytes",
-                                               path, field, bytes, start, cut);
+      const std::string expected = fmt::format(
+          "checkpoint {} is truncated: field {} needs {} bytes at offset {}, "
+          "but the file has {} bytes",
+          path, field, bytes, start, cut);
       EXPECT_EQ(status.message(), expected);
       EXPECT_EQ(loaded.params[17], std::bit_cast<float>(0x5a5a5a5au)) << field;
       EXPECT_TRUE(loaded.data.applied.empty()) << field;
@@ -444,12 +460,11 @@ TEST(CheckpointNames, ParseOnlyWhatCheckpointPathWrites) {
   EXPECT_EQ(name->server, 12u);
   EXPECT_EQ(name->clock, 18446744073709551615ULL);
   EXPECT_TRUE(parseCheckpointName("server-0.clock-0.ckpt").has_value());
-  for (const char* bad : {"server-1.clock-08.ckpt", "server-01.clock-8.ckpt", "server-+1.clock-8.ckpt",
-                          "server--1.clock-8.ckpt", "server-1.clock-.ckpt", "server-.clock-3.ckpt",
-                          "server-1.clock-3.ckpt.tmp.42", ".server-1.clock-3.ckpt.tmp.42", "server-1.clock-3.ckptx",
-                          "xserver-1.clock-3.ckpt", "server-1.clock-3", "server-1 .clock-3.ckpt",
-                          "server-4294967296.clock-3.ckpt", "server-1.clock-18446744073709551616.ckpt",
-                          "server-1.clock-0x10.ckpt", ""}) {
+  for (const char* bad :
+       {"server-1.clock-08.ckpt", "server-01.clock-8.ckpt", "server-+1.clock-8.ckpt", "server--1.clock-8.ckpt",
+        "server-1.clock-.ckpt", "server-.clock-3.ckpt", "server-1.clock-3.ckpt.tmp.42", ".server-1.clock-3.ckpt.tmp.42",
+        "server-1.clock-3.ckptx", "xserver-1.clock-3.ckpt", "server-1.clock-3", "server-1 .clock-3.ckpt",
+        "server-4294967296.clock-3.ckpt", "server-1.clock-18446744073709551616.ckpt", "server-1.clock-0x10.ckpt", ""}) {
     EXPECT_FALSE(parseCheckpointName(bad).has_value()) << bad;
   }
   EXPECT_EQ(checkpointPath("/x", 1, 40), "/x/server-1.clock-40.ckpt");
@@ -470,9 +485,10 @@ TEST_F(Checkpoint, ListIgnoresTemporaryAndForeignFiles) {
 
 TEST_F(Checkpoint, StaleTemporariesOfThisServerAreRemovedOthersKept) {
   const std::string own = ".server-1.clock-50.ckpt.tmp." + std::to_string(::getpid());
-  for (const std::string& name : {std::string(".server-1.clock-50.ckpt.tmp.123"), std::string(".server-1.clock-9.ckpt.tmp.7"),
-                                 own, std::string(".server-2.clock-50.ckpt.tmp.123"), std::string("server-1.clock-40.ckpt"),
-                                 std::string(".server-1.clock-50.ckpt")}) {
+  for (const std::string& name :
+       {std::string(".server-1.clock-50.ckpt.tmp.123"), std::string(".server-1.clock-9.ckpt.tmp.7"), own,
+        std::string(".server-2.clock-50.ckpt.tmp.123"), std::string("server-1.clock-40.ckpt"),
+        std::string(".server-1.clock-50.ckpt")}) {
     writeFile(dir.path() + "/" + name, {});
   }
   EXPECT_EQ(removeStaleTemporaries(dir.path(), 1), 2u);

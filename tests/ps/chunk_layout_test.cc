@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "ps/chunk_layout.h"
 #include "model/zoo.h"
+#include "ps/chunk_layout.h"
 
 namespace poseidon::ps {
 namespace {
@@ -80,7 +80,8 @@ TEST(ChunkLayout, ChunkStartsCutTheChunkBeforeThem) {
   EXPECT_EQ(chunks, expected);
   EXPECT_EQ(layout->piecesOf(3).front().chunk, 4u);
 
-  for (const std::vector<size_t>& bad : {std::vector<size_t>{4}, std::vector<size_t>{2, 1}, std::vector<size_t>{1, 1}}) {
+  for (const std::vector<size_t>& bad :
+       {std::vector<size_t>{4}, std::vector<size_t>{2, 1}, std::vector<size_t>{1, 1}}) {
     auto refused = ChunkLayout::build(tensors, 2, 64, bad);
     ASSERT_FALSE(refused.isOk());
     EXPECT_NE(refused.status().message().find("is not a tensor index in [0, 4) above the previous entry"),

@@ -15,7 +15,6 @@
 namespace poseidon::testing {
 namespace {
 
-
 kernels::OptimizerConfig parse(const char* spec) { return *kernels::parseOptimizer(spec); }
 
 TEST(PsFeatures, AsyncNPushSendsTheSumOfNPushGradientsEveryNPushClocks) {
@@ -40,8 +39,12 @@ TEST(PsFeatures, AsyncNPushSendsTheSumOfNPushGradientsEveryNPushClocks) {
     syntheticGradient(0, 2 * k + 1, params, second);
     for (size_t i = 0; i < params.size(); ++i) second[i] += first[i];
     const float* gradient = second.data();
-    kernels::ChunkUpdate update{params.data(), velocity.data(), nullptr, params.size(),
-                                std::span<const float* const>(&gradient, 1), spec.server.optimizer.stepFor(k)};
+    kernels::ChunkUpdate update{params.data(),
+                                velocity.data(),
+                                nullptr,
+                                params.size(),
+                                std::span<const float* const>(&gradient, 1),
+                                spec.server.optimizer.stepFor(k)};
     kernels::chunkUpdateCpu(update);
   }
   EXPECT_TRUE(sameBits(run.worker_params[0], params));
@@ -88,8 +91,7 @@ TEST(PsFeatures, PullsCalledBeforeANeighbourPushedStillGetTheNextVersion) {
     // A version beyond the layer's own pushes could never arrive: refused at once, by name.
     const auto impossible = client.pull(0, 5);
     if (!impossible->test() || impossible->status().message().find("version 5 needs pushes") == std::string::npos) {
-      return makeStatus(StatusCode::kInternal, "pull(0, 5) at clock 0 gave: {}",
-                                   impossible->status().toString());
+      return makeStatus(StatusCode::kInternal, "pull(0, 5) at clock 0 gave: {}", impossible->status().toString());
     }
     std::vector<transport::RequestPtr> requests;
     for (size_t l = 0; l < client.layerCount(); ++l) requests.push_back(client.pull(l));
@@ -192,8 +194,8 @@ TEST(PsFeatures, SumServersReturnTheRankOrderSumOfEachClocksGradients) {
           float sum = 0.0f;
           for (int w = 0; w < spec.workers; ++w) sum += gradient(w, clock, i + t);
           if (std::memcmp(&sum, &p[i], sizeof(float)) != 0) {
-            mismatches[worker] = fmt::format("clock {} tensor {} element {}: {} != rank-order sum {}", clock, t, i,
-                                             p[i], sum);
+            mismatches[worker] =
+                fmt::format("clock {} tensor {} element {}: {} != rank-order sum {}", clock, t, i, p[i], sum);
             break;
           }
         }

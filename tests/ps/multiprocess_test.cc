@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "ps/checkpoint/checkpoint.h"
+#include "tests/ps/ps_job_launch.h"
 #include "tests/ps/synthetic_training.h"
 #include "tests/support/mesh.h"
-#include "tests/ps/ps_job_launch.h"
 #include "tests/support/process.h"
 #include "tests/support/rdma.h"
 
@@ -51,7 +51,8 @@ TEST_P(PsMultiprocess, ServerKilledAndRestartedFromCheckpointEndsBitIdentical) {
   const std::string checkpoint = ps::checkpointPath(job.checkpoint_dir, 1, 20);
   const auto until = std::chrono::steady_clock::now() + 60s;
   struct stat info {};
-  while (stat(checkpoint.c_str(), &info) != 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+  while (stat(checkpoint.c_str(), &info) != 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(5ms);
   ASSERT_EQ(stat(checkpoint.c_str(), &info), 0) << "no checkpoint " << checkpoint << "\n"
                                                 << read_file(dir.path() + "/log-first-3");
   EXPECT_EQ(first[3]->stop(SIGKILL), 128 + SIGKILL);
@@ -115,7 +116,8 @@ TEST_P(PsMultiprocess, WorkerKilledUnderAsyncTheOthersGoOn) {
   EXPECT_EQ(waitExit(*ranks[1], 30s), 128 + SIGKILL);
   for (int r : {0, 2, 3, 4}) {
     EXPECT_EQ(waitExit(*ranks[static_cast<size_t>(r)], 60s), 0)
-        << "rank " << r << "\n" << read_file(dir.path() + "/log-async-" + std::to_string(r));
+        << "rank " << r << "\n"
+        << read_file(dir.path() + "/log-async-" + std::to_string(r));
   }
   // They trained: the parameters moved from the initial ones.
   std::vector<float> initial(readParams(dir.path() + "/params-async-0").size());

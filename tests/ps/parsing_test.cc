@@ -2,10 +2,10 @@
 // as command lines give them (errors name the bad part).
 #include <gtest/gtest.h>
 
-#include "ps/consistency.h"
-#include "ps/imm_code.h"
 #include "model/spec.h"
 #include "ps/chunk_layout.h"
+#include "ps/consistency.h"
+#include "ps/imm_code.h"
 
 namespace poseidon::ps {
 namespace {

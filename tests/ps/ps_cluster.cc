@@ -7,7 +7,6 @@
 
 namespace poseidon::testing {
 
-
 ClusterRun runCluster(const ClusterSpec& spec) {
   const int size = spec.workers + spec.servers;
   ClusterRun run;
@@ -21,8 +20,8 @@ ClusterRun runCluster(const ClusterSpec& spec) {
     return run;
   }
   TempDir own_dir;
-  auto store = transport::bootstrap::FileStore::open((spec.store_dir.empty() ? own_dir.path() : spec.store_dir) +
-                                                     "/ps-store");
+  auto store =
+      transport::bootstrap::FileStore::open((spec.store_dir.empty() ? own_dir.path() : spec.store_dir) + "/ps-store");
   if (!store) {
     for (auto& status : run.worker_status) status = store.status();
     return run;

@@ -13,20 +13,36 @@ std::vector<std::unique_ptr<ChildProcess>> launchJob(const std::string& peer_bin
   for (int rank = 0; rank < size; ++rank) {
     std::vector<std::string> argv = job.prefix ? job.prefix(rank) : std::vector<std::string>{};
     const std::string suffix = tag + "-" + std::to_string(rank);
-    argv.insert(argv.end(), {peer_binary, "--store", dir + "/store-" + tag, "--rank", std::to_string(rank), "--size",
-                             std::to_string(size), "--workers", std::to_string(job.workers), "--role",
-                             rank < job.workers ? "worker" : "server", "--consistency", job.consistency,
-                             "--optimizer", job.optimizer, "--clocks", std::to_string(job.clocks), "--timeout", "60",
-                             "--backend", job.backend});
+    argv.insert(argv.end(), {peer_binary,
+                             "--store",
+                             dir + "/store-" + tag,
+                             "--rank",
+                             std::to_string(rank),
+                             "--size",
+                             std::to_string(size),
+                             "--workers",
+                             std::to_string(job.workers),
+                             "--role",
+                             rank < job.workers ? "worker" : "server",
+                             "--consistency",
+                             job.consistency,
+                             "--optimizer",
+                             job.optimizer,
+                             "--clocks",
+                             std::to_string(job.clocks),
+                             "--timeout",
+                             "60",
+                             "--backend",
+                             job.backend});
     if (job.address) argv.insert(argv.end(), {"--address", job.address(rank)});
     if (rank < job.workers) {
-      argv.insert(argv.end(), {"--output", dir + "/params-" + suffix, "--clock-delay-ms",
-                               std::to_string(job.clock_delay_ms)});
+      argv.insert(argv.end(),
+                  {"--output", dir + "/params-" + suffix, "--clock-delay-ms", std::to_string(job.clock_delay_ms)});
       if (job.trace) argv.insert(argv.end(), {"--trace", dir + "/trace-" + suffix});
       if (rank == job.die_worker) argv.insert(argv.end(), {"--die-at-clock", std::to_string(job.die_at_clock)});
     } else if (!job.checkpoint_dir.empty()) {
-      argv.insert(argv.end(), {"--checkpoint-dir", job.checkpoint_dir, "--checkpoint-every",
-                               std::to_string(job.checkpoint_every)});
+      argv.insert(argv.end(),
+                  {"--checkpoint-dir", job.checkpoint_dir, "--checkpoint-every", std::to_string(job.checkpoint_every)});
       if (job.resume) argv.push_back("--resume");
     }
     if (job.edit_argv) job.edit_argv(rank, argv);

@@ -7,8 +7,8 @@
 // the lowest version pulled and CLOCK_MONOTONIC nanoseconds, so a test can check SSP's bound
 // across processes; --die-at-clock makes the worker SIGKILL itself there. Servers run ps::Server
 // with the checkpoint options until every worker is done.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <csignal>
 #include <fstream>
@@ -17,8 +17,8 @@
 #include "ps/server.h"
 #include "tests/ps/synthetic_training.h"
 #include "transport/bootstrap/open_store.h"
-#include "transport/device.h"
 #include "transport/common/socket.h"
+#include "transport/device.h"
 
 using namespace poseidon;
 
@@ -85,7 +85,8 @@ Status runWorker(ps::Client& client, int worker, const PeerOptions& options, Dea
 
 int main(int argc, char** argv) {
   CLI::App app{"Poseidon parameter-server test peer"};
-  std::string root, store_dir, role, address = "127.0.0.1", consistency_text = "bsp", optimizer_text = "sgd:lr=0.05,momentum=0.9";
+  std::string root, store_dir, role, address = "127.0.0.1", consistency_text = "bsp",
+                                     optimizer_text = "sgd:lr=0.05,momentum=0.9";
   std::string checkpoint_dir;
   int rank = 0, size = 2, timeout_s = 60;
   uint64_t chunk_bytes = 4096, checkpoint_every = 0;

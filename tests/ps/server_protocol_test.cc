@@ -6,9 +6,9 @@
 
 #include <thread>
 
+#include "ps/checkpoint/resume.h"
 #include "ps/imm_code.h"
 #include "ps/region_exchange.h"
-#include "ps/checkpoint/resume.h"
 #include "ps/server.h"
 #include "ps/start_check.h"
 #include "tests/ps/synthetic_training.h"
@@ -17,7 +17,6 @@
 
 namespace poseidon::testing {
 namespace {
-
 
 struct Scenario {
   const char* name;
@@ -60,7 +59,8 @@ TEST_P(ServerProtocolTest, RogueWorkerIsCutOffAndNamed) {
   ASSERT_TRUE(region) << region.status().toString();
   const Status rogue = [&]() -> Status {
     // It passes the start-up check like any worker built alike.
-    POSEIDON_RETURN_IF_ERROR(ps::agreeOnPsJob(**store, job, 1, model, *layout, ps::Consistency::bsp(), nullptr, deadline));
+    POSEIDON_RETURN_IF_ERROR(
+        ps::agreeOnPsJob(**store, job, 1, model, *layout, ps::Consistency::bsp(), nullptr, deadline));
     POSEIDON_RETURN_IF_ERROR(ps::publishWorkerRegion(**store, job, 1, **region));
     auto servers = ps::fetchServerRegions(**store, job, deadline);
     if (!servers) return servers.status();
@@ -97,9 +97,11 @@ INSTANTIATE_TEST_SUITE_P(
                                // Worker 0 may complete clock 0 of the chunk in between, making the
                                // second push legal; a third can never be.
                                {imm(ps::ToServer::kPush, 1), imm(ps::ToServer::kPush, 1), imm(ps::ToServer::kPush, 1)},
-                               "before the previous one was acknowledged", true},
+                               "before the previous one was acknowledged",
+                               true},
                       // A version it never pushed for: it would wait forever.
-                      Scenario{"pull_beyond_its_pushes", {imm(ps::ToServer::kPull, 2, 5)},
+                      Scenario{"pull_beyond_its_pushes",
+                               {imm(ps::ToServer::kPull, 2, 5)},
                                "at a version (low bits 5) beyond its 0 pushes"}),
     [](const ::testing::TestParamInfo<Scenario>& param_info) { return std::string(param_info.param.name); });
 

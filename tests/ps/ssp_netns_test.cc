@@ -56,7 +56,7 @@ TEST(PsSspNetns, SlowWorkerBoundsTheFastOnesAndNoReadIsStalerThanTheBound) {
   auto ranks = launchJob(PS_PEER_BINARY, job, dir.path(), "ssp");
   for (size_t r = 0; r < ranks.size(); ++r) {
     ASSERT_EQ(waitExit(*ranks[r], 120s), 0) << "rank " << r << "\n"
-                                             << read_file(dir.path() + "/log-ssp-" + std::to_string(r));
+                                            << read_file(dir.path() + "/log-ssp-" + std::to_string(r));
   }
 
   std::vector<uint64_t> slow_pushes;  // when the slow worker sent each clock's gradient
@@ -75,8 +75,8 @@ TEST(PsSspNetns, SlowWorkerBoundsTheFastOnesAndNoReadIsStalerThanTheBound) {
       EXPECT_GE(line.version, bound) << "worker " << w << " read version " << line.version << " at clock "
                                      << line.clock;
       if (w == kSlow) continue;
-      const auto pushed = static_cast<uint64_t>(
-          std::lower_bound(slow_pushes.begin(), slow_pushes.end(), line.nanos) - slow_pushes.begin());
+      const auto pushed = static_cast<uint64_t>(std::lower_bound(slow_pushes.begin(), slow_pushes.end(), line.nanos) -
+                                                slow_pushes.begin());
       const uint64_t ahead = line.clock > pushed ? line.clock - pushed : 0;
       EXPECT_LE(ahead, static_cast<uint64_t>(kStaleness))
           << "worker " << w << " read for clock " << line.clock << " when the slow worker had pushed " << pushed;

@@ -15,10 +15,10 @@ using namespace std::chrono_literals;
 
 struct Mismatch {
   const char* name;
-  int rank;                 // the rank started differently (2 workers, then 2 servers)
+  int rank;  // the rank started differently (2 workers, then 2 servers)
   const char* option;
   const char* value;
-  const char* every_log;    // what every rank's log names
+  const char* every_log;  // what every rank's log names
 };
 
 class PsStartCheck : public ::testing::TestWithParam<Mismatch> {};
@@ -45,18 +45,19 @@ TEST_P(PsStartCheck, EveryRankFailsNamingTheFirstDifference) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Kinds, PsStartCheck,
-    ::testing::Values(
-        // The case: one tensor 10 floats longer (fc2.b has 3 floats).
-        Mismatch{"tensor_size", 1, "--extra-floats", "10", "fc2.b = "},
-        Mismatch{"chunk_size", 3, "--chunk-bytes", "8192", "ps.chunk_bytes = "},
-        // Rank 0 believes in 3 workers and 1 server: the same 4 ranks, another job.
-        Mismatch{"worker_count", 0, "--workers", "3", "ps.workers = "},
-        Mismatch{"consistency", 1, "--consistency", "ssp:2", "ps.consistency = "},
-        // Only servers hold the optimizer; the workers read the servers' comparison.
-        Mismatch{"server_optimizer", 3, "--optimizer", "sgd:lr=0.5", "ps.optimizer = "}),
-    [](const ::testing::TestParamInfo<Mismatch>& param_info) { return std::string(param_info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Kinds, PsStartCheck,
+                         ::testing::Values(
+                             // The case: one tensor 10 floats longer (fc2.b has 3 floats).
+                             Mismatch{"tensor_size", 1, "--extra-floats", "10", "fc2.b = "},
+                             Mismatch{"chunk_size", 3, "--chunk-bytes", "8192", "ps.chunk_bytes = "},
+                             // Rank 0 believes in 3 workers and 1 server: the same 4 ranks, another job.
+                             Mismatch{"worker_count", 0, "--workers", "3", "ps.workers = "},
+                             Mismatch{"consistency", 1, "--consistency", "ssp:2", "ps.consistency = "},
+                             // Only servers hold the optimizer; the workers read the servers' comparison.
+                             Mismatch{"server_optimizer", 3, "--optimizer", "sgd:lr=0.5", "ps.optimizer = "}),
+                         [](const ::testing::TestParamInfo<Mismatch>& param_info) {
+                           return std::string(param_info.param.name);
+                         });
 
 }  // namespace
 }  // namespace poseidon::testing

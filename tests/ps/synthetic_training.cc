@@ -56,7 +56,8 @@ Status trainWorker(ps::Client& client, const WorkerRun& run, Deadline deadline) 
   return Status::ok();
 }
 
-std::vector<float> referenceTraining(const kernels::OptimizerConfig& config, int workers, uint64_t clocks, bool average) {
+std::vector<float> referenceTraining(const kernels::OptimizerConfig& config, int workers, uint64_t clocks,
+                                     bool average) {
   const uint64_t elements = syntheticModel().totalParams();
   std::vector<float> params(elements), sum(elements), grads(elements);
   initialParameters(params);

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "kernels/chunk_update.h"
+#include "kernels/optimizer_config.h"
 #include "model/model.h"
 #include "ps/chunk_layout.h"
 #include "ps/client.h"
-#include "kernels/optimizer_config.h"
 
 namespace poseidon::testing {
 
@@ -26,9 +26,9 @@ void syntheticGradient(int worker, uint64_t clock, std::span<const float> params
 
 struct WorkerRun {
   int worker = 0;
-  uint64_t clocks = 0;       // run until every layer's clock reaches this
-  uint32_t shuffle_seed = 0; // varies layer order and small delays between calls
-  bool finish = true;        // say goodbye to the servers at the end
+  uint64_t clocks = 0;        // run until every layer's clock reaches this
+  uint32_t shuffle_seed = 0;  // varies layer order and small delays between calls
+  bool finish = true;         // say goodbye to the servers at the end
 };
 // Trains with `client` (already started) from its start clock up to run.clocks; pulls the final
 // parameters. Returns the first failure.

@@ -12,10 +12,10 @@
 #include <limits>
 #include <thread>
 
-#include "trainer/hybcomm/cost_model.h"
 #include "ring/ring_imm.h"
 #include "ring/ring_setup.h"
 #include "tests/support/mesh.h"
+#include "trainer/hybcomm/cost_model.h"
 
 namespace poseidon::ring {
 namespace {

@@ -66,11 +66,9 @@ TEST(StartAgreement, OneRankWithAnotherTensorSizeFailsEveryRankNamingTheItem) {
                                        "fc3.weight = 170 floats, rank 0 has 160 floats"),
             std::string::npos)
       << statuses[0].toString();
-  EXPECT_NE(statuses[1].message().find("rank 0 has fc3.weight = 160 floats, rank 1 has 170 floats"),
-            std::string::npos)
+  EXPECT_NE(statuses[1].message().find("rank 0 has fc3.weight = 160 floats, rank 1 has 170 floats"), std::string::npos)
       << statuses[1].toString();
-  EXPECT_NE(statuses[2].message().find("rank 1 has fc3.weight = 170 floats, rank 2 has 160 floats"),
-            std::string::npos)
+  EXPECT_NE(statuses[2].message().find("rank 1 has fc3.weight = 170 floats, rank 2 has 160 floats"), std::string::npos)
       << statuses[2].toString();
 }
 
@@ -103,8 +101,7 @@ TEST(StartAgreement, ARankOutsideTheGroupIsRefused) {
   ASSERT_TRUE(store.isOk());
   const Status s = agreeOnStart(**store, groupOf(2), 5, fingerprintOf(1), Deadline::after(1s));
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("worker 5 (rank 5) is not one of the group's 2 ranks"), std::string::npos)
-      << s.toString();
+  EXPECT_NE(s.message().find("worker 5 (rank 5) is not one of the group's 2 ranks"), std::string::npos) << s.toString();
 }
 
 }  // namespace

@@ -22,13 +22,13 @@
 #include <random>
 #include <thread>
 
-#include "trainer/hybcomm/cost_model.h"
-#include "trainer/sync/replica_check.h"
 #include "sfb/sf_imm.h"
 #include "sfb/sf_region_exchange.h"
 #include "tests/kernels/reference.h"
 #include "tests/kernels/update_case.h"
 #include "tests/support/mesh.h"
+#include "trainer/hybcomm/cost_model.h"
+#include "trainer/sync/replica_check.h"
 #include "transport/bootstrap/file_store.h"
 
 namespace poseidon::sfb {
@@ -206,9 +206,9 @@ TEST_P(SfBroadcastTraining, ReplicasStayIdenticalMatchTheReferenceAndCountTheMod
           trainer::sfbNodeTraffic(layer, trainer::ClusterShape{workers, workers, static_cast<int64_t>(kBatch)});
       ASSERT_TRUE(model) << model.status().toString();
       const scheme::Traffic expected{kIterations, static_cast<uint64_t>(model->sent_floats * 4) * kIterations,
-                                  static_cast<uint64_t>(model->sent_messages) * kIterations,
-                                  static_cast<uint64_t>(model->received_floats * 4) * kIterations,
-                                  static_cast<uint64_t>(model->received_messages) * kIterations};
+                                     static_cast<uint64_t>(model->sent_messages) * kIterations,
+                                     static_cast<uint64_t>(model->received_floats * 4) * kIterations,
+                                     static_cast<uint64_t>(model->received_messages) * kIterations};
       const scheme::Traffic got = sfb.traffic(l);
       EXPECT_EQ(got.syncs, expected.syncs) << layer.name() << " on rank " << w;
       EXPECT_EQ(got.sent_bytes, expected.sent_bytes) << layer.name() << " on rank " << w;
@@ -262,8 +262,8 @@ TEST(SfBroadcastFailures, PeerThatNeverBroadcastsTimesOutNamingItAndTheLayerThen
       const auto took = Clock::now() - begin;
       EXPECT_EQ(late.code(), StatusCode::kTimeout) << late.toString();
       EXPECT_TRUE(contains(late, "rank 2")) << late.toString();
-      EXPECT_FALSE(contains(late, "rank " + std::to_string(1 - w))) << "only the silent peer is missing: "
-                                                                      << late.toString();
+      EXPECT_FALSE(contains(late, "rank " + std::to_string(1 - w)))
+          << "only the silent peer is missing: " << late.toString();
       EXPECT_TRUE(contains(late, "layer 0 'fc_a'")) << late.toString();
       EXPECT_GE(took, kShort);
       EXPECT_LT(took, kShort + std::chrono::seconds(2));
@@ -348,14 +348,14 @@ TEST(SfBroadcastFailures, BroadcastBeforeTheUpdateOfTheIterationIsRefused) {
       EXPECT_EQ(again.code(), StatusCode::kInvalidArgument) << again.toString();
       EXPECT_TRUE(contains(again, "layer 0 'fc_a' for iteration " + std::to_string(t + 1))) << again.toString();
       EXPECT_TRUE(contains(again, "update of iteration " + std::to_string(t))) << again.toString();
-      const Status on_gpu = sfb.update(0, layer.data.params.data(), layer.data.state0.data(), nullptr,
-                                       kernels::testStep(ElementRule::kSgdMomentum, 2, t),
-                                       kernels::Place::cuda(nullptr), deadline);
+      const Status on_gpu =
+          sfb.update(0, layer.data.params.data(), layer.data.state0.data(), nullptr,
+                     kernels::testStep(ElementRule::kSgdMomentum, 2, t), kernels::Place::cuda(nullptr), deadline);
       EXPECT_EQ(on_gpu.code(), StatusCode::kUnavailable) << on_gpu.toString();
       // A bad argument leaves the iteration where it was: the update can be called again.
-      const Status no_state = sfb.update(0, layer.data.params.data(), nullptr, nullptr,
-                                         kernels::testStep(ElementRule::kSgdMomentum, 2, t), kernels::Place::cpu(),
-                                         deadline);
+      const Status no_state =
+          sfb.update(0, layer.data.params.data(), nullptr, nullptr, kernels::testStep(ElementRule::kSgdMomentum, 2, t),
+                     kernels::Place::cpu(), deadline);
       EXPECT_EQ(no_state.code(), StatusCode::kInvalidArgument) << no_state.toString();
       EXPECT_EQ(sfb.iteration(0), t);
       expectOk(layer.update(sfb, t, deadline), "update");
@@ -500,12 +500,12 @@ TEST_P(SfBroadcastRogue, RogueImmediateIsRefusedNamingThePeer) {
 
 INSTANTIATE_TEST_SUITE_P(
     Immediates, SfBroadcastRogue,
-    ::testing::Values(RogueCase{"unknown_layer", {encodeSfImm(7, 0)}, 0, "naming layer 7; there are 2 layers"},
-                      RogueCase{"wrong_iteration", {encodeSfImm(0, 5)}, 0, "for iteration 5 (low 20 bits); expected iteration 0"},
-                      // Iterations 0 and 1 of layer 0 are in sequence and at most one ahead of
-                      // rank 0 (still at 0), iteration 2 is not: it would land in the bank in use.
-                      RogueCase{"two_ahead", {encodeSfImm(0, 0), encodeSfImm(0, 1), encodeSfImm(0, 2)}, 1,
-                                "at most one ahead"}),
+    ::testing::Values(
+        RogueCase{"unknown_layer", {encodeSfImm(7, 0)}, 0, "naming layer 7; there are 2 layers"},
+        RogueCase{"wrong_iteration", {encodeSfImm(0, 5)}, 0, "for iteration 5 (low 20 bits); expected iteration 0"},
+        // Iterations 0 and 1 of layer 0 are in sequence and at most one ahead of
+        // rank 0 (still at 0), iteration 2 is not: it would land in the bank in use.
+        RogueCase{"two_ahead", {encodeSfImm(0, 0), encodeSfImm(0, 1), encodeSfImm(0, 2)}, 1, "at most one ahead"}),
     rogueCaseName);
 
 }  // namespace

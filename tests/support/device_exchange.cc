@@ -61,9 +61,8 @@ void sendvMixedHostAndDeviceSlices(Mesh& m, DeviceBuffers& device) {
   DeviceBuffer from_device = makeDeviceBuffer(m[0], device, 70000, 3);
   Buffer from_host = makeBuffer(m[0], 50000, 4);
   DeviceBuffer in = makeDeviceBuffer(m[1], device, 120000, 5);
-  const Slice slices[] = {{from_host.region.get(), 1000, 20000},
-                          {from_device.region.get(), 0, 70000},
-                          {from_host.region.get(), 0, 1000}};
+  const Slice slices[] = {
+      {from_host.region.get(), 1000, 20000}, {from_device.region.get(), 0, 70000}, {from_host.region.get(), 0, 1000}};
   auto r = m[1].pair(0).recv(8, *in.region, 0, in.size);
   auto s = m[0].pair(1).sendv(8, slices);
   ASSERT_TRUE(s->wait(Deadline::after(kTimeout)).isOk()) << s->status().toString();
@@ -81,12 +80,13 @@ void writesIntoDeviceMemoryInOrder(Mesh& m, DeviceBuffers& device) {
   const RemoteDescriptor remote = target.region->remote();
   // Consecutive pieces of the region, the last one empty: each immediate must find its piece
   // (and every earlier one) already on the device.
-  const std::vector<std::pair<size_t, size_t>> pieces = {{0, 4096}, {4096, 1u << 20}, {(1u << 20) + 4096, kSize - (1u << 20) - 4096},
-                                                         {kSize, 0}};
+  const std::vector<std::pair<size_t, size_t>> pieces = {
+      {0, 4096}, {4096, 1u << 20}, {(1u << 20) + 4096, kSize - (1u << 20) - 4096}, {kSize, 0}};
   std::vector<RequestPtr> writes;
   for (size_t i = 0; i < pieces.size(); ++i) {
     const auto [offset, length] = pieces[i];
-    writes.push_back(m[0].pair(1).write(*source.region, offset, remote, offset, length, static_cast<uint32_t>(100 + i)));
+    writes.push_back(
+        m[0].pair(1).write(*source.region, offset, remote, offset, length, static_cast<uint32_t>(100 + i)));
   }
   for (size_t i = 0; i < pieces.size(); ++i) {
     auto note = m[1].pair(0).recvImm();

@@ -9,7 +9,6 @@
 
 namespace poseidon::testing {
 
-
 FakeDeviceMemory::~FakeDeviceMemory() {
   for (const auto& [start, length] : allocations_) ::munmap(reinterpret_cast<void*>(start), length);
 }
@@ -52,8 +51,7 @@ void FakeDeviceMemory::failCopies(std::optional<std::string> cause) {
 std::optional<Status> FakeDeviceMemory::injectedFailure(const void* device, size_t length) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!failure_) return std::nullopt;
-  return makeStatus(StatusCode::kIoError, "fake copy of {} bytes at {} failed: {}", length, device,
-                               *failure_);
+  return makeStatus(StatusCode::kIoError, "fake copy of {} bytes at {} failed: {}", length, device, *failure_);
 }
 
 Result<bool> FakeDeviceMemory::isDeviceMemory(const void* data, size_t length) {
@@ -64,8 +62,7 @@ Result<bool> FakeDeviceMemory::isDeviceMemory(const void* data, size_t length) {
   --it;
   if (address >= it->first + it->second) return false;
   if (length > it->first + it->second - address) {
-    return makeStatus(StatusCode::kInvalidArgument, "{} bytes at {} run past the fake device allocation",
-                                 length, data);
+    return makeStatus(StatusCode::kInvalidArgument, "{} bytes at {} run past the fake device allocation", length, data);
   }
   return true;
 }
@@ -99,8 +96,7 @@ Result<transport::DmabufRange> FakeDeviceMemory::exportDmabuf(const void* data, 
     if (!fd.valid()) return errnoStatus(StatusCode::kIoError, "memfd_create for a fake dma-buf");
     return transport::DmabufRange{std::move(fd), 0};
   }
-  return makeStatus(StatusCode::kUnavailable, "the fake device memory at {} ({} bytes) has no dma-buf",
-                               data, length);
+  return makeStatus(StatusCode::kUnavailable, "the fake device memory at {} ({} bytes) has no dma-buf", data, length);
 }
 
 }  // namespace poseidon::testing

@@ -59,8 +59,8 @@ std::vector<Status> connectMesh(Mesh& mesh, const std::vector<DeviceOptions>& pe
 
 Result<Mesh> makeMesh(int size, const DeviceOptions& options, const std::string& name) {
   Mesh mesh;
-  auto statuses = connectMesh(mesh, std::vector<DeviceOptions>(static_cast<size_t>(size), options), name,
-                              std::chrono::seconds(20));
+  auto statuses =
+      connectMesh(mesh, std::vector<DeviceOptions>(static_cast<size_t>(size), options), name, std::chrono::seconds(20));
   for (size_t r = 0; r < statuses.size(); ++r) {
     if (!statuses[r].isOk()) return statuses[r].withContext("rank " + std::to_string(r));
   }

@@ -33,7 +33,7 @@ struct Mesh {
 // is returned.
 Result<Mesh> makeMesh(int size, const transport::DeviceOptions& options, const std::string& name = "mesh");
 std::vector<Status> connectMesh(Mesh& mesh, const std::vector<transport::DeviceOptions>& per_rank,
-                                           const std::string& name, std::chrono::milliseconds timeout);
+                                const std::string& name, std::chrono::milliseconds timeout);
 
 // A registered buffer with its memory.
 struct Buffer {
@@ -42,7 +42,9 @@ struct Buffer {
 };
 Buffer makeBuffer(transport::Context& context, size_t size, uint8_t seed = 0);
 // Deterministic content: byte i of a buffer filled with `seed`.
-inline uint8_t patternByte(size_t i, uint8_t seed) { return static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 12)) & 0xFF); }
+inline uint8_t patternByte(size_t i, uint8_t seed) {
+  return static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 12)) & 0xFF);
+}
 void fillPattern(uint8_t* data, size_t size, uint8_t seed);
 // Index of the first byte that differs from the pattern, or -1.
 long long firstMismatch(const uint8_t* data, size_t size, uint8_t seed);

@@ -6,7 +6,6 @@
 
 namespace poseidon::testing {
 
-
 namespace {
 Status ip(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"ip"};
@@ -28,8 +27,7 @@ std::optional<std::string> netnsUnavailableReason() {
   return std::nullopt;
 }
 
-Result<std::unique_ptr<NetnsPair>> NetnsPair::create(const std::string& prefix,
-                                                                const std::string& subnet) {
+Result<std::unique_ptr<NetnsPair>> NetnsPair::create(const std::string& prefix, const std::string& subnet) {
   std::unique_ptr<NetnsPair> pair(new NetnsPair());
   const std::string base = prefix + std::to_string(::getpid());
   pair->ns_a_ = base + "a";
@@ -60,9 +58,8 @@ Result<std::unique_ptr<NetnsPair>> NetnsPair::create(const std::string& prefix,
 Status NetnsPair::limitRate(const std::string& rate) {
   for (const auto& [ns, side] : {std::pair{ns_a_, "a"}, std::pair{ns_b_, "b"}}) {
     const std::string dev = "v" + ns.substr(0, ns.size() - 1) + side;
-    POSEIDON_RETURN_IF_ERROR(
-        ip({"netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst", "256kb",
-            "latency", "50ms"}));
+    POSEIDON_RETURN_IF_ERROR(ip({"netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate,
+                                 "burst", "256kb", "latency", "50ms"}));
   }
   return Status::ok();
 }

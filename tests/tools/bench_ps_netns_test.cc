@@ -39,10 +39,10 @@ TEST(BenchPs, ShortRunReportsSaneFigures) {
   TempDir dir;
   const std::string json_path = dir.path() + "/bench.json";
   const std::string log_path = dir.path() + "/bench.log";
-  ChildProcess bench({"bash", BENCH_PS_SCRIPT, "--bin", PS_TOOLS_DIR, "--model", "uniform:8x262144", "--rate", "1gbit",
-                      "--iterations", std::to_string(kIterations), "--warmup", std::to_string(kWarmup),
-                      "--iperf-seconds", "1", "--json", json_path},
-                     log_path);
+  ChildProcess bench(
+      {"bash", BENCH_PS_SCRIPT, "--bin", PS_TOOLS_DIR, "--model", "uniform:8x262144", "--rate", "1gbit", "--iterations",
+       std::to_string(kIterations), "--warmup", std::to_string(kWarmup), "--iperf-seconds", "1", "--json", json_path},
+      log_path);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
   while (bench.running() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -61,8 +61,7 @@ TEST(BenchPs, ShortRunReportsSaneFigures) {
   const uint64_t shard = kModelBytes / 2;
   for (int s = 0; s < 2; ++s) {
     EXPECT_EQ(j.at("server_bytes_pushed").at(s).get<uint64_t>(), kWorkers * (kIterations + kWarmup) * shard) << log;
-    EXPECT_EQ(j.at("server_bytes_pulled").at(s).get<uint64_t>(), kWorkers * (kIterations + kWarmup + 1) * shard)
-        << log;
+    EXPECT_EQ(j.at("server_bytes_pulled").at(s).get<uint64_t>(), kWorkers * (kIterations + kWarmup + 1) * shard) << log;
   }
   EXPECT_LE(j.at("server_traffic_spread_percent").get<double>(), 5.0) << log;
   // The bottleneck is each server's link: 4 workers x half the model each way.

@@ -21,8 +21,8 @@ ProcessResult runTool(const char* binary, std::vector<std::string> args) {
 
 // A job of one worker (rank 0) and one server (rank 1); the store's port is never reached.
 std::vector<std::string> job(std::vector<std::string> extra, const std::string& model = "uniform:4x1024") {
-  std::vector<std::string> args = {"--model", model, "--servers", "1", "--size", "2", "--root", "127.0.0.1:1",
-                                   "--secret", "s"};
+  std::vector<std::string> args = {"--model", model,    "--servers",   "1",        "--size",
+                                   "2",       "--root", "127.0.0.1:1", "--secret", "s"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }

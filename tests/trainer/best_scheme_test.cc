@@ -71,10 +71,11 @@ TEST(BestScheme, PicksTheCheaperSimulatedBusiestNode) {
         for (auto [m, n] : {std::pair<int64_t, int64_t>{4, 4}, {6, 4}, {8, 9}}) {
           if ((m * n) % p2 != 0) continue;  // shards then differ by a float and nodes by a little
           const auto factors = sim::randomFactors(p1, m, n, k, static_cast<uint32_t>(p1 * 100 + p2));
-          const bool sfb_cheaper = sim::simulateSfb(factors).network.busiestFloats() <=
-                                   sim::simulatePs(factors, p2).network.busiestFloats();
+          const bool sfb_cheaper =
+              sim::simulateSfb(factors).network.busiestFloats() <= sim::simulatePs(factors, p2).network.busiestFloats();
           const Decision d = decide(model::Layer::fullyConnected("fc", m, n, false), {p1, p2, k});
-          EXPECT_EQ(d.scheme, sfb_cheaper ? scheme::Scheme::kSfb : scheme::Scheme::kPs) << d.reason << " P1 " << p1 << " P2 " << p2;
+          EXPECT_EQ(d.scheme, sfb_cheaper ? scheme::Scheme::kSfb : scheme::Scheme::kPs)
+              << d.reason << " P1 " << p1 << " P2 " << p2;
           ++(sfb_cheaper ? sfb : ps);
         }
       }
@@ -100,7 +101,8 @@ TEST(BestScheme, ReproducesAnalysisDecisionsForVgg19) {
     const auto decisions = decisionsFor(vgg19, nodes);
     ASSERT_EQ(decisions.size(), 19u);
     for (int conv = 1; conv <= 16; ++conv) EXPECT_EQ(decisions.at(fmt::format("conv{}", conv)), scheme::Scheme::kPs);
-    for (const char* fc : {"fc6", "fc7", "fc8"}) EXPECT_EQ(decisions.at(fc), scheme::Scheme::kSfb) << fc << " on " << nodes;
+    for (const char* fc : {"fc6", "fc7", "fc8"})
+      EXPECT_EQ(decisions.at(fc), scheme::Scheme::kSfb) << fc << " on " << nodes;
   }
   auto fc6 = bestScheme(vgg19.layers()[16], {16, 16, 32});
   ASSERT_TRUE(fc6.isOk());
@@ -112,7 +114,8 @@ TEST(BestScheme, ReproducesAnalysisDecisionsForVgg19_22k) {
   for (int64_t nodes : {8, 16, 32}) {
     const auto decisions = decisionsFor(vgg, nodes);
     for (int conv = 1; conv <= 16; ++conv) EXPECT_EQ(decisions.at(fmt::format("conv{}", conv)), scheme::Scheme::kPs);
-    for (const char* fc : {"fc6", "fc7", "fc8"}) EXPECT_EQ(decisions.at(fc), scheme::Scheme::kSfb) << fc << " on " << nodes;
+    for (const char* fc : {"fc6", "fc7", "fc8"})
+      EXPECT_EQ(decisions.at(fc), scheme::Scheme::kSfb) << fc << " on " << nodes;
     // "Most bytes go SFB": the SFB layers hold 91% of the parameters (section 6.4's "91% FC").
     double sfb_params = 0, all_params = 0;
     for (const model::Layer& layer : vgg.layers()) {
@@ -177,8 +180,9 @@ TEST(BestScheme, RingWinsOnlyWhenStrictlyCheaper) {
   // One server per node: PS 2X(2P-2)/P equals ring 4X(P-1)/P, and the paper's PS is kept.
   const Decision tie = decide(conv, {4, 4, 32}, with_ring);
   EXPECT_EQ(tie.scheme, scheme::Scheme::kPs);
-  EXPECT_EQ(tie.reason, "conv: PS 12.29K floats = ring 12.29K floats (not fully connected: 4.10K parameters, "
-                        "no sufficient factors)");
+  EXPECT_EQ(tie.reason,
+            "conv: PS 12.29K floats = ring 12.29K floats (not fully connected: 4.10K parameters, "
+            "no sufficient factors)");
   // One server for four workers: PS puts 2X(P1-1) on it, the ring 4X(P1-1)/P1 on every node.
   EXPECT_EQ(decide(conv, {4, 1, 32}, with_ring).scheme, scheme::Scheme::kRing);
   EXPECT_EQ(decide(conv, {4, 1, 32}).scheme, scheme::Scheme::kPs);  // off by default

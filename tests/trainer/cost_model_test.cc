@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "trainer/hybcomm/cost_model.h"
 #include "tests/trainer/traffic_sim.h"
+#include "trainer/hybcomm/cost_model.h"
 
 namespace poseidon::trainer {
 namespace {
@@ -223,7 +223,7 @@ TEST(CostModel, BadInputIsNamed) {
 
 TEST(CostModel, TimeIsMessagesTimesLatencyPlusBytesOverRate) {
   const NodeTraffic sfb = ok(sfbNodeTraffic(kAlexNetFc7, kFourNodes));  // 3 messages, 6.29M floats each way
-  const LinkModel link{50e-6, 1.25e9};                                   // 10 GbE, 50 us
+  const LinkModel link{50e-6, 1.25e9};                                  // 10 GbE, 50 us
   const double one_way = 3 * 50e-6 + 6'291'456.0 * 4 / 1.25e9;
   EXPECT_DOUBLE_EQ(estimateSeconds(sfb, link).value(), one_way);
   EXPECT_DOUBLE_EQ(estimateSeconds(sfb, link, Duplex::kHalf).value(), 2 * one_way);

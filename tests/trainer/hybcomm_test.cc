@@ -22,7 +22,9 @@ const std::vector<model::Layer> kLayers = {model::Layer::other("conv1", 1728),
 const trainer::ClusterShape kCluster{4, 4, 32};
 
 // One worker: agreement is the identity.
-Result<std::vector<double>> alone(std::span<const double> mine) { return std::vector<double>(mine.begin(), mine.end()); }
+Result<std::vector<double>> alone(std::span<const double> mine) {
+  return std::vector<double>(mine.begin(), mine.end());
+}
 
 // Runs `iterations` on one HybComm whose layer l under scheme s takes time(l, s, iteration).
 void run(HybComm& hybcomm, uint64_t iterations, const std::function<double(size_t, scheme::Scheme, uint64_t)>& time,
@@ -86,7 +88,8 @@ TEST(HybComm, BadOptionsAreRefusedNamingTheValue) {
             "trial iterations 0 and window 8 must both be >= 1");
   options.trial_iterations = 1;
   options.drift_margin = 0;
-  EXPECT_EQ(HybComm::create(kLayers, kCluster, options).status().message(), "drift margin 0 is not a finite fraction > 0");
+  EXPECT_EQ(HybComm::create(kLayers, kCluster, options).status().message(),
+            "drift margin 0 is not a finite fraction > 0");
   options.mode = HybCommMode::kFixed;
   options.fixed = scheme::Scheme::kSfb;
   EXPECT_EQ(HybComm::create({model::Layer::other("conv", 10)}, kCluster, options).status().message(),
@@ -107,9 +110,9 @@ TEST(HybComm, AdaptiveTimesEveryCandidateAndTakesTheFastest) {
   ASSERT_TRUE(hybcomm.isOk()) << hybcomm.status().toString();
   const double base[3][4] = {
       // PS, SFB, Adam, ring
-      {3.0, 0, 0, 2.0},      // conv1
-      {4.0, 1.0, 0, 4.5},    // fc6
-      {2.0, 1.5, 0, 2.5},    // fc7
+      {3.0, 0, 0, 2.0},    // conv1
+      {4.0, 1.0, 0, 4.5},  // fc6
+      {2.0, 1.5, 0, 2.5},  // fc7
   };
   std::vector<std::vector<scheme::Scheme>> seen(3);
   const auto time = [&](size_t l, scheme::Scheme s, uint64_t iteration) {
@@ -122,10 +125,13 @@ TEST(HybComm, AdaptiveTimesEveryCandidateAndTakesTheFastest) {
   EXPECT_EQ(hybcomm->choices().size(), 0u);
   run(*hybcomm, 2, time);
   EXPECT_FALSE(hybcomm->inTrial());
-  EXPECT_EQ(seen[0], (std::vector<scheme::Scheme>{scheme::Scheme::kPs, scheme::Scheme::kPs, scheme::Scheme::kPs, scheme::Scheme::kPs, scheme::Scheme::kRing,
-                                          scheme::Scheme::kRing, scheme::Scheme::kRing, scheme::Scheme::kRing}));  // SFB's slot: PS, untimed
-  EXPECT_EQ(seen[1], (std::vector<scheme::Scheme>{scheme::Scheme::kPs, scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kSfb, scheme::Scheme::kRing,
-                                          scheme::Scheme::kRing, scheme::Scheme::kSfb, scheme::Scheme::kSfb}));
+  EXPECT_EQ(seen[0],
+            (std::vector<scheme::Scheme>{scheme::Scheme::kPs, scheme::Scheme::kPs, scheme::Scheme::kPs,
+                                         scheme::Scheme::kPs, scheme::Scheme::kRing, scheme::Scheme::kRing,
+                                         scheme::Scheme::kRing, scheme::Scheme::kRing}));  // SFB's slot: PS, untimed
+  EXPECT_EQ(seen[1], (std::vector<scheme::Scheme>{scheme::Scheme::kPs, scheme::Scheme::kPs, scheme::Scheme::kSfb,
+                                                  scheme::Scheme::kSfb, scheme::Scheme::kRing, scheme::Scheme::kRing,
+                                                  scheme::Scheme::kSfb, scheme::Scheme::kSfb}));
   EXPECT_EQ(hybcomm->scheme(0), scheme::Scheme::kRing);
   EXPECT_EQ(hybcomm->scheme(1), scheme::Scheme::kSfb);
   EXPECT_EQ(hybcomm->scheme(2), scheme::Scheme::kSfb);
@@ -223,14 +229,18 @@ TEST(HybComm, AdaptiveWorkersAgreeOnTheSlowestWorkersView) {
         sync.arrive_and_wait();  // nobody overwrites `combined` before everyone copied it
         return result;
       };
-      run(*hybcomm, 4, [&](size_t, scheme::Scheme s, uint64_t) { return s == scheme::Scheme::kSfb ? (w == 2 ? 3.0 : 1.0) : 2.0; },
+      run(
+          *hybcomm, 4,
+          [&](size_t, scheme::Scheme s, uint64_t) { return s == scheme::Scheme::kSfb ? (w == 2 ? 3.0 : 1.0) : 2.0; },
           agree);
       for (size_t l = 0; l < hybcomm->layerCount(); ++l) decided[static_cast<size_t>(w)].push_back(hybcomm->scheme(l));
     });
   }
   for (auto& t : threads) t.join();
   for (int w = 0; w < kWorkers; ++w) {
-    EXPECT_EQ(decided[static_cast<size_t>(w)], (std::vector<scheme::Scheme>{scheme::Scheme::kPs, scheme::Scheme::kPs, scheme::Scheme::kPs})) << w;
+    EXPECT_EQ(decided[static_cast<size_t>(w)],
+              (std::vector<scheme::Scheme>{scheme::Scheme::kPs, scheme::Scheme::kPs, scheme::Scheme::kPs}))
+        << w;
   }
 }
 

@@ -11,10 +11,11 @@
 
 namespace poseidon::testing {
 
-
 bool HybridRun::ok() const {
-  for (const Status& s : worker_status) if (!s.isOk()) return false;
-  for (const Status& s : server_status) if (!s.isOk()) return false;
+  for (const Status& s : worker_status)
+    if (!s.isOk()) return false;
+  for (const Status& s : server_status)
+    if (!s.isOk()) return false;
   return true;
 }
 

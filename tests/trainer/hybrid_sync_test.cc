@@ -88,7 +88,9 @@ TEST_P(HybridEquivalence, EverySchemeMatchesThePsWithFullGradients) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, HybridEquivalence, ::testing::Values(2, 3, 4),
-                         [](const ::testing::TestParamInfo<int>& param_info) { return std::to_string(param_info.param) + "workers"; });
+                         [](const ::testing::TestParamInfo<int>& param_info) {
+                           return std::to_string(param_info.param) + "workers";
+                         });
 
 // The closed form on this model (P1 = 4, K = 4): SFB for both FC layers, PS for conv; adaptive
 // times PS, SFB and ring and settles on schemes the workers agree on; both train like the PS.
@@ -101,7 +103,8 @@ TEST(HybridSync, ClosedFormAndAdaptiveTrainLikeThePs) {
   spec.hybcomm = {};
   const HybridRun closed = runHybrid(spec);
   ASSERT_TRUE(closed.ok()) << closed.failures();
-  EXPECT_EQ(closed.schemes[0][0], (std::vector<scheme::Scheme>{scheme::Scheme::kPs, scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kSfb}));
+  EXPECT_EQ(closed.schemes[0][0], (std::vector<scheme::Scheme>{scheme::Scheme::kPs, scheme::Scheme::kPs,
+                                                               scheme::Scheme::kSfb, scheme::Scheme::kSfb}));
 
   spec.hybcomm.mode = HybCommMode::kAdaptive;
   spec.hybcomm.trial_iterations = 2;

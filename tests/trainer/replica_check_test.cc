@@ -16,7 +16,6 @@
 namespace poseidon::trainer {
 namespace {
 
-
 bool contains(const Status& status, const std::string& text) {
   return status.message().find(text) != std::string::npos;
 }

@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "trainer/hybcomm/cost_model.h"
 #include "tests/trainer/hybrid_cluster.h"
+#include "trainer/hybcomm/cost_model.h"
 
 namespace poseidon::testing {
 namespace {
@@ -83,8 +83,8 @@ TEST_P(TrafficFormulas, SfbRingAndAdamBytesAreThePapersCount) {
     for (size_t l = 0; l < kLayers.size(); ++l) {
       if (!trainer::HybComm::applies(scheme, kLayers[l])) continue;
       auto formula = scheme == scheme::Scheme::kSfb    ? trainer::sfbNodeTraffic(kLayers[l], cluster)
-                           : scheme == scheme::Scheme::kRing ? trainer::ringNodeTraffic(kLayers[l], cluster)
-                                                     : trainer::adamWorkerTraffic(kLayers[l], cluster);
+                     : scheme == scheme::Scheme::kRing ? trainer::ringNodeTraffic(kLayers[l], cluster)
+                                                       : trainer::adamWorkerTraffic(kLayers[l], cluster);
       ASSERT_TRUE(formula.isOk());
       EXPECT_EQ(run.bytes[l], kIterations * bytesOf(*formula))
           << scheme::schemeName(scheme) << " layer " << kLayers[l].name();

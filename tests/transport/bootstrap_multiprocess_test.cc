@@ -99,7 +99,8 @@ TEST(BootstrapMultiprocess, PlainVariablesAndTcpStore) {
   ASSERT_NE(port, 0);
   std::vector<Env> envs;
   for (int r = 0; r < kRanks; ++r) {
-    envs.push_back({{"POSEIDON_RANK", std::to_string(r)}, {"POSEIDON_SIZE", std::to_string(kRanks)},
+    envs.push_back({{"POSEIDON_RANK", std::to_string(r)},
+                    {"POSEIDON_SIZE", std::to_string(kRanks)},
                     {"POSEIDON_ROOT", "127.0.0.1:" + std::to_string(port)}});
   }
   EXPECT_EQ(runChildren(envs, rendezvous), std::vector<int>(kRanks, kPassed));
@@ -126,7 +127,8 @@ TEST(BootstrapMultiprocess, RootKilledWhileOthersWaitGivesConnectionError) {
   ASSERT_NE(port, 0);
   std::vector<Env> envs;
   for (int r = 0; r < 3; ++r) {
-    envs.push_back({{"SLURM_PROCID", std::to_string(r)}, {"SLURM_NTASKS", "3"},
+    envs.push_back({{"SLURM_PROCID", std::to_string(r)},
+                    {"SLURM_NTASKS", "3"},
                     {"POSEIDON_ROOT", "127.0.0.1:" + std::to_string(port)}});
   }
   const auto body = []() -> int {

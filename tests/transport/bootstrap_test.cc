@@ -53,15 +53,12 @@ uint16_t unusedPort() {
   return server ? server->port() : 0;
 }
 
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Captures what the library logs (from any thread), to check that a dropped connection says why.
 class LogCapture {
  public:
-  LogCapture()
-      : previous_(spdlog::default_logger()), sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
+  LogCapture() : previous_(spdlog::default_logger()), sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
     spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink_));
   }
   ~LogCapture() { spdlog::set_default_logger(previous_); }
@@ -596,7 +593,9 @@ std::string detectError(std::map<std::string, std::string> vars) {
 }
 
 TEST(LaunchEnv, PlainVariables) {
-  LaunchInfo info = detectOk({{"POSEIDON_RANK", "2"}, {"POSEIDON_SIZE", "4"}, {"POSEIDON_LOCAL_RANK", "1"},
+  LaunchInfo info = detectOk({{"POSEIDON_RANK", "2"},
+                              {"POSEIDON_SIZE", "4"},
+                              {"POSEIDON_LOCAL_RANK", "1"},
                               {"POSEIDON_ROOT", "10.0.0.1:5000"}});
   EXPECT_EQ(info.source, "poseidon");
   EXPECT_EQ(info.rank, 2);
@@ -608,8 +607,10 @@ TEST(LaunchEnv, PlainVariables) {
 }
 
 TEST(LaunchEnv, OpenMpi) {
-  LaunchInfo info = detectOk({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"},
-                              {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"POSEIDON_ROOT", "node01:29500"}});
+  LaunchInfo info = detectOk({{"OMPI_COMM_WORLD_RANK", "5"},
+                              {"OMPI_COMM_WORLD_SIZE", "8"},
+                              {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                              {"POSEIDON_ROOT", "node01:29500"}});
   EXPECT_EQ(info.source, "openmpi");
   EXPECT_EQ(info.rank, 5);
   EXPECT_EQ(info.size, 8);
@@ -619,8 +620,8 @@ TEST(LaunchEnv, OpenMpi) {
 }
 
 TEST(LaunchEnv, Slurm) {
-  LaunchInfo info = detectOk({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"},
-                              {"POSEIDON_ROOT", "[fe80::1]:7000"}});
+  LaunchInfo info = detectOk(
+      {{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"}, {"POSEIDON_ROOT", "[fe80::1]:7000"}});
   EXPECT_EQ(info.source, "slurm");
   EXPECT_EQ(info.rank, 3);
   EXPECT_EQ(info.size, 4);
@@ -678,9 +679,9 @@ TEST(LaunchEnv, ErrorsNameTheVariableTheValueAndTheExpectation) {
             "POSEIDON_SIZE=99999999999 is not an integer in [1, 2147483647]");
   EXPECT_EQ(detectError({{"POSEIDON_RANK", " 1"}, {"POSEIDON_SIZE", "2"}}),
             "POSEIDON_RANK=' 1' is not an integer in [0, POSEIDON_SIZE) (POSEIDON_SIZE=2)");
-  EXPECT_EQ(detectError({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "x"},
-                         {"POSEIDON_ROOT", "h:1"}}),
-            "SLURM_LOCALID=x is not an integer in [0, SLURM_NTASKS) (SLURM_NTASKS=2)");
+  EXPECT_EQ(
+      detectError({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "x"}, {"POSEIDON_ROOT", "h:1"}}),
+      "SLURM_LOCALID=x is not an integer in [0, SLURM_NTASKS) (SLURM_NTASKS=2)");
   EXPECT_EQ(detectError({{"POSEIDON_RANK", "1"}}),
             "POSEIDON_RANK=1 is set but POSEIDON_SIZE is not; expected both (poseidon launch)");
   EXPECT_EQ(detectError({{"OMPI_COMM_WORLD_SIZE", "2"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}),
@@ -709,8 +710,8 @@ TEST(LaunchEnv, RootAddressErrors) {
             "POSEIDON_ROOT is not set; expected host:port (IPv4, hostname or [IPv6]:port) of rank 0's store "
             "since POSEIDON_SIZE=2 (or set POSEIDON_STORE_DIR to rendezvous through a shared directory)");
   EXPECT_EQ(withRoot("node01"), "POSEIDON_ROOT=node01 " + form + ": no ':port'");
-  EXPECT_EQ(withRoot("node01:70000"), "POSEIDON_ROOT=node01:70000 " + form +
-                                          ": port '70000' is not an integer in [1, 65535]");
+  EXPECT_EQ(withRoot("node01:70000"),
+            "POSEIDON_ROOT=node01:70000 " + form + ": port '70000' is not an integer in [1, 65535]");
   EXPECT_EQ(withRoot("node01:0"), "POSEIDON_ROOT=node01:0 " + form + ": port '0' is not an integer in [1, 65535]");
   EXPECT_EQ(withRoot(":5000"), "POSEIDON_ROOT=:5000 " + form + ": the host is empty");
   EXPECT_EQ(withRoot("fe80::1:5000"),
@@ -718,8 +719,8 @@ TEST(LaunchEnv, RootAddressErrors) {
   EXPECT_EQ(withRoot("[fe80::1:5000"), "POSEIDON_ROOT=[fe80::1:5000 " + form + ": '[' without a closing ']'");
   EXPECT_EQ(withRoot("[fe80::1]5000"), "POSEIDON_ROOT=[fe80::1]5000 " + form + ": no ':port' after ']'");
   EXPECT_EQ(withRoot("[nothost]:5000"), "POSEIDON_ROOT=[nothost]:5000 " + form + ": 'nothost' is not an IPv6 address");
-  EXPECT_EQ(withRoot("bad host:5000"), "POSEIDON_ROOT='bad host:5000' " + form +
-                                           ": 'bad host' is not an IPv4 address or hostname");
+  EXPECT_EQ(withRoot("bad host:5000"),
+            "POSEIDON_ROOT='bad host:5000' " + form + ": 'bad host' is not an IPv4 address or hostname");
 }
 
 TEST(LaunchEnv, RealEnvironmentOverload) {

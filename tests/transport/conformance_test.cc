@@ -38,9 +38,7 @@ std::string caseName(const ::testing::TestParamInfo<BackendCase>& info) {
   return info.param.backend + "_" + std::to_string(info.param.streams) + "streams" + (info.param.crc ? "_crc" : "");
 }
 
-std::vector<BackendCase> backendsUnderTest() {
-  return {{"tcp", 1, false}, {"tcp", 4, true}, {"verbs", 1, false}};
-}
+std::vector<BackendCase> backendsUnderTest() { return {{"tcp", 1, false}, {"tcp", 4, true}, {"verbs", 1, false}}; }
 
 size_t availableMemoryBytes() {
   std::ifstream meminfo("/proc/meminfo");

@@ -27,13 +27,27 @@ struct BackendCase {
 // ctest lists tests by name; without this gtest appends the parameter's raw bytes.
 void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.backend << "/" << c.streams << " streams"; }
 
-std::string addressFor(const std::string& backend) { return backend == "verbs" ? poseidon::testing::rdmaTestAddress() : "127.0.0.1"; }
+std::string addressFor(const std::string& backend) {
+  return backend == "verbs" ? poseidon::testing::rdmaTestAddress() : "127.0.0.1";
+}
 
 std::vector<std::string> peerArgs(const TempDir& dir, int rank, int size, const std::string& role,
                                   const BackendCase& c) {
-  return {TRANSPORT_PEER_BINARY, "--store", dir.path(), "--rank", std::to_string(rank), "--size",
-          std::to_string(size), "--role", role, "--streams", std::to_string(c.streams), "--backend", c.backend,
-          "--address", addressFor(c.backend)};
+  return {TRANSPORT_PEER_BINARY,
+          "--store",
+          dir.path(),
+          "--rank",
+          std::to_string(rank),
+          "--size",
+          std::to_string(size),
+          "--role",
+          role,
+          "--streams",
+          std::to_string(c.streams),
+          "--backend",
+          c.backend,
+          "--address",
+          addressFor(c.backend)};
 }
 
 class MultiProcess : public ::testing::TestWithParam<BackendCase> {

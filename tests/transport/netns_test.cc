@@ -31,9 +31,23 @@ TEST_P(TwoHosts, ExchangeEveryByteIntact) {
   }
   TempDir dir;
   auto args = [&](const std::string& ns, const std::string& address, int rank) {
-    return std::vector<std::string>{"ip", "netns", "exec", ns, TRANSPORT_PEER_BINARY, "--store", dir.path(),
-                                    "--rank", std::to_string(rank), "--size", "2", "--role", "exchange",
-                                    "--address", address, "--streams", std::to_string(GetParam().streams)};
+    return std::vector<std::string>{"ip",
+                                    "netns",
+                                    "exec",
+                                    ns,
+                                    TRANSPORT_PEER_BINARY,
+                                    "--store",
+                                    dir.path(),
+                                    "--rank",
+                                    std::to_string(rank),
+                                    "--size",
+                                    "2",
+                                    "--role",
+                                    "exchange",
+                                    "--address",
+                                    address,
+                                    "--streams",
+                                    std::to_string(GetParam().streams)};
   };
   ChildProcess a(args((*hosts)->nsA(), (*hosts)->addrA(), 0), dir.path() + "/a.log");
   ChildProcess b(args((*hosts)->nsB(), (*hosts)->addrB(), 1), dir.path() + "/b.log");
@@ -41,8 +55,7 @@ TEST_P(TwoHosts, ExchangeEveryByteIntact) {
   EXPECT_EQ(b.stop(0, std::chrono::seconds(120)), 0) << poseidon::testing::read_file(dir.path() + "/b.log");
 }
 
-INSTANTIATE_TEST_SUITE_P(Links, TwoHosts,
-                         ::testing::Values(NetnsCase{1, ""}, NetnsCase{4, ""}, NetnsCase{2, "1gbit"}),
+INSTANTIATE_TEST_SUITE_P(Links, TwoHosts, ::testing::Values(NetnsCase{1, ""}, NetnsCase{4, ""}, NetnsCase{2, "1gbit"}),
                          [](const auto& param_info) {
                            return std::to_string(param_info.param.streams) + "streams" +
                                   (param_info.param.rate.empty() ? "" : "_" + param_info.param.rate);

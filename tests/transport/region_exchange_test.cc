@@ -63,7 +63,12 @@ TEST(RegionExchange, FetchAllWaitsForEveryNamedMember) {
     }
   });
   const int members[] = {0, 2};
-  auto all = ranks.fetchAll(members, [](int) { return RegionNeeds{kFingerprint, {64}}; }, Deadline::after(5s));
+  auto all = ranks.fetchAll(
+      members,
+      [](int) {
+        return RegionNeeds{kFingerprint, {64}};
+      },
+      Deadline::after(5s));
   late.join();
   ASSERT_TRUE(all.isOk()) << all.status().toString();
   ASSERT_EQ(all->size(), 2u);
@@ -75,7 +80,12 @@ TEST(RegionExchange, AMissingValueTimesOutNamingTheMemberAndTheKey) {
   MemoryStore store;
   RegionExchange ranks = exchange(store);
   const int members[] = {1};
-  auto all = ranks.fetchAll(members, [](int) { return RegionNeeds{kFingerprint, {8}}; }, Deadline::after(20ms));
+  auto all = ranks.fetchAll(
+      members,
+      [](int) {
+        return RegionNeeds{kFingerprint, {8}};
+      },
+      Deadline::after(20ms));
   ASSERT_FALSE(all.isOk());
   EXPECT_EQ(all.status().code(), StatusCode::kTimeout);
   EXPECT_TRUE(contains(all.status(), "SFB receive buffer of rank 1")) << all.status().toString();

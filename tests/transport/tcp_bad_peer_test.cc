@@ -211,8 +211,7 @@ TEST_P(BadPeer, ClosesOnlyThatConnectionWithAReason) {
   auto pending = m.mesh[0].pair(2).recv(5, *in.region, 0, 64);
   // Consume the credit rank 0 sent, as a real peer would, then misbehave.
   uint8_t credit[wire::kFrameHeaderSize];
-  ASSERT_TRUE(recvAll(m.to_rank0.get(), credit, sizeof(credit), Deadline::after(std::chrono::seconds(5)), "r0")
-                  .isOk());
+  ASSERT_TRUE(recvAll(m.to_rank0.get(), credit, sizeof(credit), Deadline::after(std::chrono::seconds(5)), "r0").isOk());
   sendRaw(m.to_rank0.get(), GetParam().make());
   Status st = pending->wait(Deadline::after(std::chrono::seconds(5)));
   EXPECT_FALSE(st.isOk());

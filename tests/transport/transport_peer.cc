@@ -11,8 +11,8 @@
 //             check every byte; exit 0 when all arrived intact.
 //   flood     send 8 MiB messages to rank 0 on tag 1 until killed.
 //   echo      receive messages from rank 0 on tag 0 and send each back, until an empty one.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <cstring>
 #include <vector>

@@ -164,8 +164,8 @@ TEST_F(VerbsGidIndex, RoceV2GidOfTheAddressByIndex) {
 void expectRefusedPromptly(int index, const std::string& why) {
   Mesh mesh;
   const auto start = std::chrono::steady_clock::now();
-  auto statuses = poseidon::testing::connectMesh(mesh, {verbsOptions(index), verbsOptions(index)},
-                                                 "verbs-gid-bad", kTimeout);
+  auto statuses =
+      poseidon::testing::connectMesh(mesh, {verbsOptions(index), verbsOptions(index)}, "verbs-gid-bad", kTimeout);
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_LT(took, std::chrono::seconds(5)) << "refusing GID index " << index << " must not wait for a deadline";
   for (const Status& st : statuses) {
@@ -204,8 +204,8 @@ TEST_F(VerbsGidIndex, ConnectingSideAloneChoosesAndTheAcceptingSideFollows) {
   const int index = otherAddressIndex();
   if (index < 0) GTEST_SKIP() << kNoSecondAddress;
   Mesh mesh;
-  auto statuses = poseidon::testing::connectMesh(mesh, {verbsOptions(-1), verbsOptions(index)}, "verbs-gid-mixed",
-                                                 kTimeout);
+  auto statuses =
+      poseidon::testing::connectMesh(mesh, {verbsOptions(-1), verbsOptions(index)}, "verbs-gid-mixed", kTimeout);
   for (const Status& st : statuses) ASSERT_TRUE(st.isOk()) << st.toString();
   expectSourceGid(mesh, 0, ownAddressIndex(), entry(ownAddressIndex()));
   expectSourceGid(mesh, 1, index, entry(index));
@@ -225,8 +225,7 @@ TEST_F(VerbsGidIndex, AcceptingSideAloneChoosingAnotherGidIsRefusedSayingWhy) {
   ASSERT_FALSE(statuses[1].isOk());
   EXPECT_NE(statuses[1].message().find("REJECTED"), std::string::npos) << statuses[1].message();
   ASSERT_FALSE(statuses[0].isOk());
-  EXPECT_NE(statuses[0].message().find(fmt::format("not to GID index {} which this side was told to send from",
-                                                   index)),
+  EXPECT_NE(statuses[0].message().find(fmt::format("not to GID index {} which this side was told to send from", index)),
             std::string::npos)
       << statuses[0].message();
   EXPECT_NE(statuses[0].message().find("same gid_index setting"), std::string::npos) << statuses[0].message();

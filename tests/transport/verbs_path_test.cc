@@ -29,7 +29,8 @@ TEST(VerbsPath, GidOfTheAddressAndMtuOfThePort) {
     ASSERT_EQ(ibv_query_port(device.verbs(), path->port, &port), 0);
     EXPECT_EQ(path->mtu_bytes, mtuBytes(port.active_mtu));
     if (port.link_layer == IBV_LINK_LAYER_ETHERNET) {
-      EXPECT_EQ(path->gid, "::ffff:" + poseidon::testing::rdmaTestAddress()) << "the GID must be the IPv4-mapped one of the address";
+      EXPECT_EQ(path->gid, "::ffff:" + poseidon::testing::rdmaTestAddress())
+          << "the GID must be the IPv4-mapped one of the address";
       EXPECT_EQ(path->gid_type, "RoCE v2");
     }
   }

@@ -30,7 +30,8 @@ std::array<double, 4> modelSeconds(const model::Layer& layer, const trainer::Clu
   if (!links.given()) return seconds;
   const trainer::LinkModel link{links.latency_s, links.bits_per_s / 8};
   const trainer::LinkModel slow{links.latency_s, links.slow_worker_bits_per_s / 8};
-  for (scheme::Scheme scheme : {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kAdam, scheme::Scheme::kRing}) {
+  for (scheme::Scheme scheme :
+       {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kAdam, scheme::Scheme::kRing}) {
     auto busiest = trainer::busiestNodeTraffic(scheme, layer, cluster);
     if (!busiest) continue;  // SFB and Adam need an FC layer
     auto t = trainer::estimateSeconds(*busiest, link);

@@ -13,9 +13,9 @@
 namespace poseidon::tools {
 
 struct BenchLinks {
-  double bits_per_s = 0;              // every link, one direction; 0: no model
-  double latency_s = 0;               // per message, one way
-  double slow_worker_bits_per_s = 0;  // worker P1-1's link when it is lower (0: as the others)
+  double bits_per_s = 0;                 // every link, one direction; 0: no model
+  double latency_s = 0;                  // per message, one way
+  double slow_worker_bits_per_s = 0;     // worker P1-1's link when it is lower (0: as the others)
   bool slow_worker_upload_only = false;  // only its sending direction is lower
   bool given() const { return bits_per_s > 0; }
 };

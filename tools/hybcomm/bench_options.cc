@@ -25,8 +25,10 @@ trainer::HybCommOptions hybcommOptions(const HybBenchCommandLine& c) {
   options.trial_iterations = c.trial_iterations;
   options.window = c.window;
   options.drift_margin = c.drift_margin;
-  const std::pair<const char*, scheme::Scheme> fixed[] = {
-      {"ps", scheme::Scheme::kPs}, {"sfb", scheme::Scheme::kSfb}, {"ring", scheme::Scheme::kRing}, {"adam", scheme::Scheme::kAdam}};
+  const std::pair<const char*, scheme::Scheme> fixed[] = {{"ps", scheme::Scheme::kPs},
+                                                          {"sfb", scheme::Scheme::kSfb},
+                                                          {"ring", scheme::Scheme::kRing},
+                                                          {"adam", scheme::Scheme::kAdam}};
   for (const auto& [name, scheme] : fixed) {
     if (c.mode == name) {
       options.mode = trainer::HybCommMode::kFixed;
@@ -99,7 +101,8 @@ std::string HybBenchCommandLine::describeMode() const {
       return "closed (the papers' closed form: SFB vs PS per layer from P1, P2, K and the shape)";
     case trainer::HybCommMode::kAdaptive: {
       std::string names;
-      for (scheme::Scheme s : hybcomm.candidates) names += fmt::format("{}{}", names.empty() ? "" : ", ", scheme::schemeName(s));
+      for (scheme::Scheme s : hybcomm.candidates)
+        names += fmt::format("{}{}", names.empty() ? "" : ", ", scheme::schemeName(s));
       return fmt::format("adaptive ({}; {} each, window {}, drift margin {})", names,
                          plural(hybcomm.trial_iterations, "trial iteration"), hybcomm.window, hybcomm.drift_margin);
     }
@@ -174,9 +177,10 @@ void addBenchOptions(CLI::App& app, HybBenchCommandLine& c) {
                  "Worker 0 runs --event-command before this iteration (1-based, warm-up included; default 0: never)")
       ->type_name("N")
       ->check(CLI::Range(uint64_t{1}, 2 * kMaxBenchIterations));
-  app.add_option("--event-command", c.event_command,
-                 "A shell command worker 0 runs before --event-iteration (e.g. a tc change that lowers a link); the run "
-                 "fails if it exits non-zero")
+  app.add_option(
+         "--event-command", c.event_command,
+         "A shell command worker 0 runs before --event-iteration (e.g. a tc change that lowers a link); the run "
+         "fails if it exits non-zero")
       ->type_name("COMMAND");
   app.add_option("--cost-link-bps", c.links.bits_per_s,
                  "Workers: price each layer with the cost model on links of this rate (bits/s, one direction, as "

@@ -64,7 +64,7 @@ struct HybBenchCommandLine {
   // (1-based, warm-up included), e.g. lowering a link with tc to see how each mode copes.
   uint64_t event_iteration = 0;
   std::string event_command;
-  BenchLinks links;       // --cost-*: the links the cost model is fed (measured by the caller)
+  BenchLinks links;  // --cost-*: the links the cost model is fed (measured by the caller)
   double model_latency_us = 0;
   std::string slow_worker_direction = "both";
 

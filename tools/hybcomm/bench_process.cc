@@ -7,7 +7,6 @@
 
 namespace poseidon::tools {
 
-
 namespace {
 
 // --address, else this host's address on the route to rank 0's store (which the others reach).

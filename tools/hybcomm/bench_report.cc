@@ -13,7 +13,8 @@ std::string schemeList(const std::vector<scheme::Scheme>& schemes) {
   return text;
 }
 
-constexpr scheme::Scheme kModelOrder[] = {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kAdam, scheme::Scheme::kRing};
+constexpr scheme::Scheme kModelOrder[] = {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kAdam,
+                                          scheme::Scheme::kRing};
 
 double modelOf(const LayerRecord& layer, scheme::Scheme scheme) {
   return layer.model_seconds[static_cast<size_t>(scheme)];
@@ -69,16 +70,17 @@ std::string hybHeader(const HybBenchReport& r) {
   out += fmt::format(" Iterations      : {} measured after {} warm-up; layers synced in backward order\n", r.planned,
                      r.warmup);
   if (r.event_iteration > 0) {
-    out += fmt::format(" Event           : worker 0 runs '{}' before iteration {}\n", r.event_command, r.event_iteration);
+    out +=
+        fmt::format(" Event           : worker 0 runs '{}' before iteration {}\n", r.event_command, r.event_iteration);
   }
   if (r.links.given()) {
-    out += fmt::format(" Cost model      : links {:.3f} Gb/s, {:.1f} usec per message{}\n", r.links.bits_per_s / 1e9,
-                       r.links.latency_s * 1e6,
-                       r.links.slow_worker_bits_per_s > 0
-                           ? fmt::format(", worker {} at {:.3f} Gb/s{}", r.workers - 1,
-                                         r.links.slow_worker_bits_per_s / 1e9,
-                                         r.links.slow_worker_upload_only ? " (its upload)" : "")
-                           : std::string());
+    out += fmt::format(
+        " Cost model      : links {:.3f} Gb/s, {:.1f} usec per message{}\n", r.links.bits_per_s / 1e9,
+        r.links.latency_s * 1e6,
+        r.links.slow_worker_bits_per_s > 0
+            ? fmt::format(", worker {} at {:.3f} Gb/s{}", r.workers - 1, r.links.slow_worker_bits_per_s / 1e9,
+                          r.links.slow_worker_upload_only ? " (its upload)" : "")
+            : std::string());
   }
   out += perf::resultLine();
   return out;
@@ -143,9 +145,10 @@ std::string hybTables(const HybBenchReport& r) {
   }
   const double model = modelIteration(r);
   if (model >= 0) {
-    out += fmt::format(" mode {}: the cost model for the last iteration's schemes: {:.2f} msec per iteration "
-                       "(measured / model {:.2f})\n",
-                       r.mode, model * 1e3, model > 0 ? r.meanSeconds(steady != all) / model : 0.0);
+    out += fmt::format(
+        " mode {}: the cost model for the last iteration's schemes: {:.2f} msec per iteration "
+        "(measured / model {:.2f})\n",
+        r.mode, model * 1e3, model > 0 ? r.meanSeconds(steady != all) / model : 0.0);
   }
   out += perf::resultLine();
   return out;

@@ -29,8 +29,8 @@ struct BenchIterationRecord {
   double slowest_seconds = 0;  // max over the workers
   double slowest_layer_seconds = 0;
   bool warmup = false;
-  bool trial = false;                // adaptive: HybComm was timing candidates in this iteration
-  bool after_event = false;          // --event-command ran before this iteration or an earlier one
+  bool trial = false;                   // adaptive: HybComm was timing candidates in this iteration
+  bool after_event = false;             // --event-command ran before this iteration or an earlier one
   std::vector<scheme::Scheme> schemes;  // per layer, in layer order
 };
 
@@ -45,8 +45,8 @@ struct LayerSchemeRecord {
 
 struct LayerRecord {
   model::Layer shape;
-  std::vector<LayerSchemeRecord> schemes;      // those used in measured iterations, PS SFB Adam ring order
-  scheme::Scheme last_scheme = scheme::Scheme::kPs;  // in the last iteration
+  std::vector<LayerSchemeRecord> schemes;                  // those used in measured iterations, PS SFB Adam ring order
+  scheme::Scheme last_scheme = scheme::Scheme::kPs;        // in the last iteration
   std::array<double, 4> model_seconds = {-1, -1, -1, -1};  // per scheme::Scheme value (bench_model.h)
 };
 

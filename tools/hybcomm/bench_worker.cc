@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <sys/wait.h>
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -9,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sys/wait.h>
 
 #include "trainer/hybcomm/store_agreement.h"
 
@@ -19,12 +19,11 @@ using scheme::Scheme;
 
 namespace {
 
-constexpr std::array<scheme::Scheme, 4> kSchemes = {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kAdam, scheme::Scheme::kRing};
+constexpr std::array<scheme::Scheme, 4> kSchemes = {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kAdam,
+                                                    scheme::Scheme::kRing};
 constexpr double kUnused = -1.0;  // "not used" in an agreed vector (max keeps every real figure)
 
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Values in [-1, 1) from a 64-bit LCG seeded by (worker, iteration, layer): the same on every
 // run, different per worker, iteration and layer.
@@ -51,14 +50,12 @@ Status runEvent(const std::string& command, uint64_t iteration) {
   std::fflush(stdout);
   const int status = std::system(command.c_str());
   if (status == -1) {
-    return makeStatus(StatusCode::kInternal, "--event-command '{}': cannot start a shell: {}",
-                                 command, std::strerror(errno));
+    return makeStatus(StatusCode::kInternal, "--event-command '{}': cannot start a shell: {}", command,
+                      std::strerror(errno));
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return makeStatus(StatusCode::kInternal,
-                                 "--event-command '{}' before iteration {}: expected exit 0, got {}", command,
-                                 iteration,
-                                 WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status)) : "a signal");
+    return makeStatus(StatusCode::kInternal, "--event-command '{}' before iteration {}: expected exit 0, got {}",
+                      command, iteration, WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status)) : "a signal");
   }
   return Status::ok();
 }

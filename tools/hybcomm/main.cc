@@ -20,7 +20,6 @@
 namespace poseidon::tools {
 namespace {
 
-
 constexpr const char* kProgram = "poseidon-hybcomm-bench";
 
 Deadline runDeadline(const HybBenchCommandLine& c) {

@@ -15,9 +15,7 @@
 namespace poseidon::linkem {
 namespace {
 
-std::system_error sys_error(const std::string& what) {
-  return std::system_error(errno, std::generic_category(), what);
-}
+std::system_error sys_error(const std::string& what) { return std::system_error(errno, std::generic_category(), what); }
 
 void set_nonblocking(int fd) {
   const int flags = ::fcntl(fd, F_GETFL);
@@ -29,12 +27,10 @@ void watch(int epoll_fd, int fd) {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = fd;
-  if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
-    throw sys_error(fmt::format("epoll_ctl(ADD) of fd {}", fd));
+  if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) throw sys_error(fmt::format("epoll_ctl(ADD) of fd {}", fd));
 }
 
-std::optional<Clock::time_point> earliest(std::optional<Clock::time_point> a,
-                                          std::optional<Clock::time_point> b) {
+std::optional<Clock::time_point> earliest(std::optional<Clock::time_point> a, std::optional<Clock::time_point> b) {
   if (!a) return b;
   if (!b) return a;
   return std::min(*a, *b);
@@ -44,8 +40,7 @@ constexpr int kReadsPerWakeup = 256;  // then look at the other side and the tim
 
 }  // namespace
 
-Forwarder::Forwarder(int fd_a, int fd_b, const LinkConfig& a_to_b, const LinkConfig& b_to_a,
-                     std::size_t max_packet)
+Forwarder::Forwarder(int fd_a, int fd_b, const LinkConfig& a_to_b, const LinkConfig& b_to_a, std::size_t max_packet)
     : fd_a_(fd_a), fd_b_(fd_b), a_to_b_(a_to_b), b_to_a_(b_to_a), buffer_(max_packet) {
   if (max_packet == 0) throw std::invalid_argument("max packet size 0: expected > 0");
   set_nonblocking(fd_a_);
@@ -78,13 +73,12 @@ Forwarder::~Forwarder() {
 void Forwarder::arm_timer(std::optional<Clock::time_point> at) {
   itimerspec spec{};
   if (at) {
-    const auto ns = std::max<std::int64_t>(
-        1, std::chrono::duration_cast<std::chrono::nanoseconds>(at->time_since_epoch()).count());
+    const auto ns =
+        std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::nanoseconds>(at->time_since_epoch()).count());
     spec.it_value.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
     spec.it_value.tv_nsec = static_cast<long>(ns % 1'000'000'000);
   }
-  if (::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) < 0)
-    throw sys_error("timerfd_settime");
+  if (::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) < 0) throw sys_error("timerfd_settime");
 }
 
 void Forwarder::read_all(int fd, LinkQueue& queue) {
@@ -96,13 +90,11 @@ void Forwarder::read_all(int fd, LinkQueue& queue) {
       throw sys_error(fmt::format("read from packet fd {}", fd));
     }
     if (n == 0) throw std::runtime_error(fmt::format("packet fd {} reported end of file", fd));
-    queue.offer(std::span<const std::byte>(buffer_.data(), static_cast<std::size_t>(n)),
-                Clock::now());
+    queue.offer(std::span<const std::byte>(buffer_.data(), static_cast<std::size_t>(n)), Clock::now());
   }
 }
 
-void Forwarder::write_due(LinkQueue& queue, int fd, std::uint64_t& write_errors,
-                          Clock::time_point now) {
+void Forwarder::write_due(LinkQueue& queue, int fd, std::uint64_t& write_errors, Clock::time_point now) {
   queue.release(now, [&](std::span<const std::byte> packet) {
     for (;;) {
       const ssize_t n = ::write(fd, packet.data(), packet.size());

@@ -23,8 +23,7 @@ class Forwarder {
   // through `a_to_b` and is written to fd_b, and the other way round. `max_packet` bounds a read.
   // Throws std::system_error when the epoll or timer set-up fails, std::invalid_argument for a
   // bad LinkConfig.
-  Forwarder(int fd_a, int fd_b, const LinkConfig& a_to_b, const LinkConfig& b_to_a,
-            std::size_t max_packet);
+  Forwarder(int fd_a, int fd_b, const LinkConfig& a_to_b, const LinkConfig& b_to_a, std::size_t max_packet);
   ~Forwarder();
   Forwarder(const Forwarder&) = delete;
   Forwarder& operator=(const Forwarder&) = delete;

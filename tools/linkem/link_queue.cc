@@ -18,13 +18,10 @@ bool later(const auto& a, const auto& b) {  // heap order: earliest release, the
 std::string validate(const LinkConfig& c) {
   if (c.delay.count() < 0) return fmt::format("delay {} ns: expected >= 0", c.delay.count());
   if (c.jitter.count() < 0) return fmt::format("jitter {} ns: expected >= 0", c.jitter.count());
-  if (!(c.loss >= 0.0 && c.loss <= 1.0))
-    return fmt::format("loss {}: expected a probability between 0 and 1", c.loss);
+  if (!(c.loss >= 0.0 && c.loss <= 1.0)) return fmt::format("loss {}: expected a probability between 0 and 1", c.loss);
   if (!(c.rate_bytes_per_s >= 0.0 && std::isfinite(c.rate_bytes_per_s)))
-    return fmt::format("rate {} bytes/s: expected a finite value >= 0 (0 = unlimited)",
-                       c.rate_bytes_per_s);
-  if (c.rate_bytes_per_s > 0.0 && c.burst_bytes == 0)
-    return "burst 0 bytes: expected > 0 when a rate is set";
+    return fmt::format("rate {} bytes/s: expected a finite value >= 0 (0 = unlimited)", c.rate_bytes_per_s);
+  if (c.rate_bytes_per_s > 0.0 && c.burst_bytes == 0) return "burst 0 bytes: expected > 0 when a rate is set";
   if (c.queue_limit == 0) return "queue limit 0 packets: expected > 0";
   return {};
 }
@@ -92,8 +89,7 @@ Verdict LinkQueue::offer(std::span<const std::byte> packet, Clock::time_point no
   }
   slots_[slot].assign(packet.begin(), packet.end());
   heap_.push_back(Entry{release, next_seq_++, slot});
-  std::push_heap(heap_.begin(), heap_.end(),
-                 [](const Entry& a, const Entry& b) { return later(a, b); });
+  std::push_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return later(a, b); });
   return Verdict::queued;
 }
 
@@ -103,8 +99,7 @@ std::optional<Clock::time_point> LinkQueue::next_release() const {
 }
 
 LinkQueue::Entry LinkQueue::pop_front() {
-  std::pop_heap(heap_.begin(), heap_.end(),
-                [](const Entry& a, const Entry& b) { return later(a, b); });
+  std::pop_heap(heap_.begin(), heap_.end(), [](const Entry& a, const Entry& b) { return later(a, b); });
   const Entry entry = heap_.back();
   heap_.pop_back();
   return entry;

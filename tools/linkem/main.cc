@@ -27,8 +27,7 @@ int stop_signal_fd() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
-  if (sigprocmask(SIG_BLOCK, &set, nullptr) < 0)
-    throw std::system_error(errno, std::generic_category(), "sigprocmask");
+  if (sigprocmask(SIG_BLOCK, &set, nullptr) < 0) throw std::system_error(errno, std::generic_category(), "sigprocmask");
   const int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "signalfd");
   return fd;
@@ -38,16 +37,14 @@ int stop_signal_fd() {
 void write_ready_file(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr)
-    throw std::system_error(errno, std::generic_category(), "creating ready file " + tmp);
+  if (f == nullptr) throw std::system_error(errno, std::generic_category(), "creating ready file " + tmp);
   const bool written = std::fputs(content.c_str(), f) >= 0;
   if (std::fclose(f) != 0 || !written)
     throw std::system_error(errno, std::generic_category(), "writing ready file " + tmp);
   std::filesystem::rename(tmp, path);
 }
 
-void print_direction(const char* name, const poseidon::linkem::LinkStats& s,
-                     std::uint64_t write_errors) {
+void print_direction(const char* name, const poseidon::linkem::LinkStats& s, std::uint64_t write_errors) {
   fmt::print(stderr,
              "poseidon-linkem: {}: {} packets in, {} forwarded ({} bytes), {} lost, {} dropped "
              "at the queue limit, {} refused by the receiver, {} still held\n",
@@ -64,15 +61,12 @@ int run(const poseidon::linkem::Options& o) {
                       static_cast<std::size_t>(o.mtu) + 64);
   std::optional<Clock::time_point> until;
   if (o.duration_s > 0)
-    until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                               std::chrono::duration<double>(o.duration_s));
+    until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
 
-  const std::string rate =
-      o.rate_mbit == 0 ? std::string("unlimited") : fmt::format("{} Mbit/s", o.rate_mbit);
-  const std::string summary =
-      fmt::format("{} {} {} <-> {} {} {}: delay {} ms, jitter {} ms, loss {}, rate {}, seed {}",
-                  o.ns_a, o.dev_name, format_prefix(o.addr_a), o.ns_b, o.dev_name,
-                  format_prefix(o.addr_b), o.delay_ms, o.jitter_ms, o.loss, rate, o.seed);
+  const std::string rate = o.rate_mbit == 0 ? std::string("unlimited") : fmt::format("{} Mbit/s", o.rate_mbit);
+  const std::string summary = fmt::format("{} {} {} <-> {} {} {}: delay {} ms, jitter {} ms, loss {}, rate {}, seed {}",
+                                          o.ns_a, o.dev_name, format_prefix(o.addr_a), o.ns_b, o.dev_name,
+                                          format_prefix(o.addr_b), o.delay_ms, o.jitter_ms, o.loss, rate, o.seed);
   struct ReadyFile {  // removed again however the run ends
     std::string path;
     ~ReadyFile() {

@@ -21,9 +21,7 @@
 namespace poseidon::linkem {
 namespace {
 
-std::system_error sys_error(const std::string& what) {
-  return std::system_error(errno, std::generic_category(), what);
-}
+std::system_error sys_error(const std::string& what) { return std::system_error(errno, std::generic_category(), what); }
 
 class Fd {
  public:
@@ -75,8 +73,7 @@ void configure(const std::string& where, const std::string& dev, Ipv4Prefix addr
   if (::ioctl(sock.get(), SIOCGIFFLAGS, &ifr) < 0)
     throw sys_error(fmt::format("{}: reading the flags of {}", where, dev));
   ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
-  if (::ioctl(sock.get(), SIOCSIFFLAGS, &ifr) < 0)
-    throw sys_error(fmt::format("{}: bringing {} up", where, dev));
+  if (::ioctl(sock.get(), SIOCSIFFLAGS, &ifr) < 0) throw sys_error(fmt::format("{}: bringing {} up", where, dev));
 }
 
 }  // namespace
@@ -88,10 +85,8 @@ ScopedNetns::ScopedNetns(const std::string& name) {
   if (original.get() < 0) throw sys_error("opening /proc/thread-self/ns/net");
   const std::string path = netns_path(name);
   Fd target(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (target.get() < 0)
-    throw sys_error(fmt::format("network namespace '{}': opening {}", name, path));
-  if (::setns(target.get(), CLONE_NEWNET) < 0)
-    throw sys_error(fmt::format("network namespace '{}': setns", name));
+  if (target.get() < 0) throw sys_error(fmt::format("network namespace '{}': opening {}", name, path));
+  if (::setns(target.get(), CLONE_NEWNET) < 0) throw sys_error(fmt::format("network namespace '{}': setns", name));
   original_fd_ = original.release();
 }
 
@@ -101,23 +96,19 @@ ScopedNetns::~ScopedNetns() {
   ::close(original_fd_);
 }
 
-NetnsTun::NetnsTun(const std::string& ns, const std::string& dev, Ipv4Prefix addr, int mtu)
-    : ns_(ns), dev_(dev) {
+NetnsTun::NetnsTun(const std::string& ns, const std::string& dev, Ipv4Prefix addr, int mtu) : ns_(ns), dev_(dev) {
   const std::string where = fmt::format("network namespace '{}'", ns);
   if (dev.empty() || dev.size() >= IFNAMSIZ)
-    throw std::invalid_argument(
-        fmt::format("device name '{}': expected 1 to {} characters", dev, IFNAMSIZ - 1));
+    throw std::invalid_argument(fmt::format("device name '{}': expected 1 to {} characters", dev, IFNAMSIZ - 1));
   ScopedNetns inside(ns);
   if (::if_nametoindex(dev.c_str()) != 0)
     throw std::runtime_error(fmt::format(
-        "{}: a device named '{}' already exists (another poseidon-linkem, or pick --dev-name)",
-        where, dev));
+        "{}: a device named '{}' already exists (another poseidon-linkem, or pick --dev-name)", where, dev));
   Fd tun(::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC));
   if (tun.get() < 0) throw sys_error(fmt::format("{}: opening /dev/net/tun", where));
   ifreq ifr = make_ifreq(dev);
   ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
-  if (::ioctl(tun.get(), TUNSETIFF, &ifr) < 0)
-    throw sys_error(fmt::format("{}: creating TUN device '{}'", where, dev));
+  if (::ioctl(tun.get(), TUNSETIFF, &ifr) < 0) throw sys_error(fmt::format("{}: creating TUN device '{}'", where, dev));
   configure(where, dev, addr, mtu);
   fd_ = tun.release();
 }

@@ -36,8 +36,8 @@ struct RawNumbers {
   std::string addr_b = "10.77.0.2/24";
 };
 
-std::string check_real(std::string_view flag, const std::string& text, double lo, double hi,
-                       std::string_view expected, double& out) {
+std::string check_real(std::string_view flag, const std::string& text, double lo, double hi, std::string_view expected,
+                       double& out) {
   const auto value = parse_number<double>(text);
   if (!value || !std::isfinite(*value) || *value < lo || *value > hi)
     return fmt::format("{} '{}': expected {}", flag, text, expected);
@@ -46,20 +46,17 @@ std::string check_real(std::string_view flag, const std::string& text, double lo
 }
 
 template <typename T>
-std::string check_integer(std::string_view flag, const std::string& text, T lo, T hi,
-                          std::string_view expected, T& out) {
+std::string check_integer(std::string_view flag, const std::string& text, T lo, T hi, std::string_view expected,
+                          T& out) {
   const auto value = parse_number<T>(text);
-  if (!value || *value < lo || *value > hi)
-    return fmt::format("{} '{}': expected {}", flag, text, expected);
+  if (!value || *value < lo || *value > hi) return fmt::format("{} '{}': expected {}", flag, text, expected);
   out = *value;
   return {};
 }
 
 std::string check_netns(std::string_view flag, const std::string& name) {
-  if (name.empty() || name.size() > 255 || name == "." || name == ".." ||
-      name.find('/') != std::string::npos)
-    return fmt::format("{} '{}': expected a network namespace name (as listed by `ip netns`)", flag,
-                       name);
+  if (name.empty() || name.size() > 255 || name == "." || name == ".." || name.find('/') != std::string::npos)
+    return fmt::format("{} '{}': expected a network namespace name (as listed by `ip netns`)", flag, name);
   struct stat st {};
   if (::stat(netns_path(name).c_str(), &st) != 0)
     return fmt::format(
@@ -71,8 +68,8 @@ std::string check_netns(std::string_view flag, const std::string& name) {
 
 std::string check_dev_name(const std::string& name) {
   const bool chars_ok = std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+           c == '.';
   });
   if (name.empty() || name.size() > 15 || !chars_ok || name == "." || name == "..")
     return fmt::format(
@@ -85,18 +82,15 @@ std::string check_dev_name(const std::string& name) {
 std::uint32_t netmask(int length) { return length == 0 ? 0 : ~std::uint32_t{0} << (32 - length); }
 
 std::string check_addresses(const RawNumbers& raw, Options& o) {
-  constexpr std::string_view kExpected =
-      "expected an IPv4 address with a prefix length of 1 to 31, like 10.77.0.1/24";
+  constexpr std::string_view kExpected = "expected an IPv4 address with a prefix length of 1 to 31, like 10.77.0.1/24";
   const auto a = parse_prefix(raw.addr_a);
-  if (!a || a->length < 1 || a->length > 31)
-    return fmt::format("--addr-a '{}': {}", raw.addr_a, kExpected);
+  if (!a || a->length < 1 || a->length > 31) return fmt::format("--addr-a '{}': {}", raw.addr_a, kExpected);
   const auto b = parse_prefix(raw.addr_b);
-  if (!b || b->length < 1 || b->length > 31)
-    return fmt::format("--addr-b '{}': {}", raw.addr_b, kExpected);
+  if (!b || b->length < 1 || b->length > 31) return fmt::format("--addr-b '{}': {}", raw.addr_b, kExpected);
   const std::uint32_t mask = netmask(a->length);
   if (b->length != a->length || (a->address & mask) != (b->address & mask))
-    return fmt::format("--addr-b '{}': expected an address in the same subnet as --addr-a '{}'",
-                       raw.addr_b, raw.addr_a);
+    return fmt::format("--addr-b '{}': expected an address in the same subnet as --addr-a '{}'", raw.addr_b,
+                       raw.addr_a);
   if (a->address == b->address)
     return fmt::format("--addr-b '{}': expected an address different from --addr-a", raw.addr_b);
   if (a->length <= 30) {
@@ -118,8 +112,7 @@ std::string check_addresses(const RawNumbers& raw, Options& o) {
 std::string check_ready_file(const std::string& path) {
   if (path.empty()) return {};
   const std::filesystem::path p(path);
-  if (!p.has_filename())
-    return fmt::format("--ready-file '{}': expected a file path, not a directory", path);
+  if (!p.has_filename()) return fmt::format("--ready-file '{}': expected a file path, not a directory", path);
   const std::filesystem::path dir = p.parent_path().empty() ? "." : p.parent_path();
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
@@ -135,23 +128,17 @@ std::string check(const RawNumbers& raw, Options& o) {
   const std::string errors[] = {
       check_addresses(raw, o),
       check_dev_name(o.dev_name),
-      check_real("--delay-ms", raw.delay_ms, 0, 60'000,
-                 "a one-way delay in milliseconds from 0 to 60000", o.delay_ms),
-      check_real("--jitter-ms", raw.jitter_ms, 0, 60'000,
-                 "a jitter in milliseconds from 0 to 60000", o.jitter_ms),
+      check_real("--delay-ms", raw.delay_ms, 0, 60'000, "a one-way delay in milliseconds from 0 to 60000", o.delay_ms),
+      check_real("--jitter-ms", raw.jitter_ms, 0, 60'000, "a jitter in milliseconds from 0 to 60000", o.jitter_ms),
       check_real("--loss", raw.loss, 0, 1, "a loss probability from 0 to 1, like 0.2", o.loss),
-      check_real("--rate-mbit", raw.rate_mbit, 0, 1e6,
-                 "a rate in Mbit/s from 0 (unlimited) to 1000000", o.rate_mbit),
-      check_integer<std::uint64_t>("--seed", raw.seed, 0, UINT64_MAX, "an unsigned 64-bit integer",
-                                   o.seed),
+      check_real("--rate-mbit", raw.rate_mbit, 0, 1e6, "a rate in Mbit/s from 0 (unlimited) to 1000000", o.rate_mbit),
+      check_integer<std::uint64_t>("--seed", raw.seed, 0, UINT64_MAX, "an unsigned 64-bit integer", o.seed),
       check_integer<int>("--mtu", raw.mtu, 68, 65535, "an MTU in bytes from 68 to 65535", o.mtu),
       check_integer<std::size_t>("--queue-limit", raw.queue_limit, 1, 1'000'000,
                                  "a number of packets from 1 to 1000000", o.queue_limit),
-      check_real("--duration-s", raw.duration_s, 0, 1e8,
-                 "seconds from 0 (until SIGINT/SIGTERM) to 100000000", o.duration_s),
-      o.ns_a == o.ns_b
-          ? fmt::format("--ns-b '{}': expected a namespace different from --ns-a", o.ns_b)
-          : std::string(),
+      check_real("--duration-s", raw.duration_s, 0, 1e8, "seconds from 0 (until SIGINT/SIGTERM) to 100000000",
+                 o.duration_s),
+      o.ns_a == o.ns_b ? fmt::format("--ns-b '{}': expected a namespace different from --ns-a", o.ns_b) : std::string(),
       check_ready_file(o.ready_file),
       // Last, whether the namespaces exist.
       check_netns("--ns-a", o.ns_a),
@@ -190,8 +177,8 @@ std::optional<Ipv4Prefix> parse_prefix(std::string_view text) {
 }
 
 std::string format_prefix(Ipv4Prefix p) {
-  return fmt::format("{}.{}.{}.{}/{}", p.address >> 24, (p.address >> 16) & 0xff,
-                     (p.address >> 8) & 0xff, p.address & 0xff, p.length);
+  return fmt::format("{}.{}.{}.{}/{}", p.address >> 24, (p.address >> 16) & 0xff, (p.address >> 8) & 0xff,
+                     p.address & 0xff, p.length);
 }
 
 LinkConfig link_config(const Options& o, bool a_to_b) {
@@ -201,8 +188,8 @@ LinkConfig link_config(const Options& o, bool a_to_b) {
   c.loss = o.loss;
   c.rate_bytes_per_s = o.rate_mbit * 1e6 / 8.0;
   // Deep enough for one full-size packet, or one millisecond of traffic at the rate.
-  c.burst_bytes = std::max<std::size_t>(static_cast<std::size_t>(o.mtu),
-                                        static_cast<std::size_t>(c.rate_bytes_per_s / 1000.0));
+  c.burst_bytes =
+      std::max<std::size_t>(static_cast<std::size_t>(o.mtu), static_cast<std::size_t>(c.rate_bytes_per_s / 1000.0));
   c.queue_limit = o.queue_limit;
   c.seed = splitmix64(o.seed * 2 + (a_to_b ? 0 : 1));
   return c;
@@ -227,14 +214,12 @@ ParsedOptions parse_options(int argc, const char* const* argv) {
       {"--addr-b", &raw.addr_b, "ADDR/LEN", "Address/prefix of the device in --ns-b (same subnet)"},
       {"--dev-name", &o.dev_name, "NAME", "Name of the TUN device in both namespaces"},
       {"--delay-ms", &raw.delay_ms, "MS", "One-way delay, each direction (milliseconds)"},
-      {"--jitter-ms", &raw.jitter_ms, "MS",
-       "Each packet's delay varies uniformly by +-this (may reorder)"},
+      {"--jitter-ms", &raw.jitter_ms, "MS", "Each packet's delay varies uniformly by +-this (may reorder)"},
       {"--loss", &raw.loss, "P", "Probability that a packet is dropped, 0..1"},
       {"--rate-mbit", &raw.rate_mbit, "MBIT", "Token-bucket rate per direction, 0 = unlimited"},
       {"--seed", &raw.seed, "N", "Seed of the loss and jitter draws"},
       {"--mtu", &raw.mtu, "BYTES", "MTU of both devices"},
-      {"--queue-limit", &raw.queue_limit, "PACKETS",
-       "Packets held per direction before arrivals are dropped"},
+      {"--queue-limit", &raw.queue_limit, "PACKETS", "Packets held per direction before arrivals are dropped"},
       {"--duration-s", &raw.duration_s, "SECONDS", "Run this long, 0 = until SIGINT/SIGTERM"},
       {"--ready-file", &o.ready_file, "PATH", "Written once the link is up (removed on exit)"},
   };

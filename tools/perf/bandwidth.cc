@@ -39,7 +39,7 @@ struct BandwidthClient::Pass {
   uint64_t size = 0;
   uint64_t every = 1;
   bool timed = false;
-  int64_t open = 0;   // the -D measurement window
+  int64_t open = 0;  // the -D measurement window
   int64_t close = 0;
   uint64_t posted = 0;
   uint64_t acks_posted = 0;
@@ -51,10 +51,7 @@ struct BandwidthClient::Pass {
 };
 
 BandwidthClient::BandwidthClient(Session& session, Verb& verb)
-    : session_(session),
-      verb_(verb),
-      ops_(static_cast<size_t>(session.params.tx_depth)),
-      acks_(kAckSlots) {
+    : session_(session), verb_(verb), ops_(static_cast<size_t>(session.params.tx_depth)), acks_(kAckSlots) {
   const RunParameters& p = session.params;
   if (!p.durationMode()) {
     post_times_.reserve(std::min(p.iterations, kMaxRecorded));
@@ -87,9 +84,8 @@ Result<bool> BandwidthClient::reapAck(Pass& pass, bool wait) {
   const uint64_t count = decodeCount(session_.acks->data() + slot * kAckBytes);
   ack.reset();
   if (count < pass.last.count || count > pass.posted) {
-    return makeStatus(StatusCode::kProtocolError,
-                                 "the server confirmed {} messages after {}, with {} sent", count, pass.last.count,
-                                 pass.posted);
+    return makeStatus(StatusCode::kProtocolError, "the server confirmed {} messages after {}, with {} sent", count,
+                      pass.last.count, pass.posted);
   }
   ++pass.acks_done;
   pass.last = {count, now};
@@ -164,8 +160,8 @@ Result<BwRow> BandwidthClient::run(uint64_t size) {
     if (!taken) return taken.status();
   }
   if (pass.last.count != pass.posted) {
-    return makeStatus(StatusCode::kProtocolError, "the server confirmed {} of {} messages of {} bytes",
-                                 pass.last.count, pass.posted, size);
+    return makeStatus(StatusCode::kProtocolError, "the server confirmed {} of {} messages of {} bytes", pass.last.count,
+                      pass.posted, size);
   }
 
   if (!pass.timed) {
@@ -175,9 +171,9 @@ Result<BwRow> BandwidthClient::run(uint64_t size) {
   }
   if (!pass.any_in || pass.last_in.count <= pass.first_in.count) {
     return makeStatus(StatusCode::kInvalidArgument,
-                                 "fewer than two delivery acks arrived between {} s and {} s ({} messages of {} bytes "
-                                 "in all): give a longer -D/--duration or a smaller -s/--size",
-                                 p.margin_s, p.duration_s - p.margin_s, pass.posted, size);
+                      "fewer than two delivery acks arrived between {} s and {} s ({} messages of {} bytes "
+                      "in all): give a longer -D/--duration or a smaller -s/--size",
+                      p.margin_s, p.duration_s - p.margin_s, pass.posted, size);
   }
   const double seconds = static_cast<double>(pass.last_in.time - pass.first_in.time) / kNanosPerSecond;
   return makeBwRow(size, pass.last_in.count - pass.first_in.count, seconds, 0, p.report_gbits);
@@ -244,8 +240,8 @@ Status BandwidthServer::run(uint64_t size) {
     ++done;
     if (marker) {
       if (!timed) {
-        return makeStatus(StatusCode::kProtocolError, "the client ended the run after {} of {} messages",
-                                     real, p.iterations);
+        return makeStatus(StatusCode::kProtocolError, "the client ended the run after {} of {} messages", real,
+                          p.iterations);
       }
       ended = true;
       continue;

@@ -22,8 +22,8 @@
 #include <optional>
 #include <vector>
 
-#include "tools/perf/report.h"
 #include "tools/perf/rendezvous.h"
+#include "tools/perf/report.h"
 #include "tools/perf/statistics.h"
 #include "tools/perf/verb.h"
 
@@ -65,7 +65,7 @@ class BandwidthServer {
   std::vector<transport::RequestPtr> acks_;     // kAckSlots ring
   uint64_t acks_sent_ = 0;                      // over the run: picks the slot
   uint64_t acks_this_size_ = 0;
-  std::optional<uint64_t> final_count_;         // set once the last ack of a size is due
+  std::optional<uint64_t> final_count_;  // set once the last ack of a size is due
 };
 
 }  // namespace poseidon::perf

@@ -7,7 +7,9 @@
 
 namespace poseidon::perf {
 
-uint64_t slotCount(uint64_t size) { return std::clamp<uint64_t>(kRingBytes / std::max<uint64_t>(size, 1), 1, kMaxSlots); }
+uint64_t slotCount(uint64_t size) {
+  return std::clamp<uint64_t>(kRingBytes / std::max<uint64_t>(size, 1), 1, kMaxSlots);
+}
 
 uint64_t dataRegionBytes(const RunParameters& params) {
   if (!isBandwidth(params.test)) return 2 * params.maxSize();
@@ -16,8 +18,7 @@ uint64_t dataRegionBytes(const RunParameters& params) {
   return bytes;
 }
 
-Result<std::unique_ptr<RegisteredBuffer>> RegisteredBuffer::create(transport::Context& context,
-                                                                              size_t bytes) {
+Result<std::unique_ptr<RegisteredBuffer>> RegisteredBuffer::create(transport::Context& context, size_t bytes) {
   const size_t length = std::max<size_t>(bytes, 1);
   void* memory = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) {

@@ -75,9 +75,9 @@ Result<Row> LatencyClient::runTimed(uint64_t size) {
   POSEIDON_RETURN_IF_ERROR(marker->wait(session_.deadline()));
   if (window_end == 0 || last <= first) {
     return makeStatus(StatusCode::kInvalidArgument,
-                                 "no round trip completed between {} s and {} s ({} in all): give a longer "
-                                 "-D/--duration",
-                                 p.margin_s, p.duration_s - p.margin_s, i);
+                      "no round trip completed between {} s and {} s ({} in all): give a longer "
+                      "-D/--duration",
+                      p.margin_s, p.duration_s - p.margin_s, i);
   }
   const uint64_t trips = last - first;
   const double span = static_cast<double>(window_end - window_start);
@@ -93,8 +93,7 @@ Status LatencyServer::run(uint64_t size) {
     POSEIDON_RETURN_IF_ERROR(ping->wait(session_.deadline()));
     if (verb_.isMarker(*ping)) {
       if (timed) return Status::ok();
-      return makeStatus(StatusCode::kProtocolError, "the client ended the run after {} of {} pings", i,
-                                   p.iterations);
+      return makeStatus(StatusCode::kProtocolError, "the client ended the run after {} of {} pings", i, p.iterations);
     }
     // The next ping's receive goes out before the pong, so the client never waits for room.
     RequestPtr next = timed || i + 1 < p.iterations ? verb_.expect(incoming(p), size) : nullptr;

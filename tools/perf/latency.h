@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "tools/perf/report.h"
 #include "tools/perf/rendezvous.h"
+#include "tools/perf/report.h"
 #include "tools/perf/verb.h"
 
 namespace poseidon::perf {

@@ -66,7 +66,8 @@ std::string placePositionals(const RawValues& raw, Options& o) {
                        rest[1], kTestNames);
   }
   if (!rest.empty()) {
-    if (rest[0].empty() || rest[0].front() == '-') return fmt::format("host '{}': expected a host name or address", rest[0]);
+    if (rest[0].empty() || rest[0].front() == '-')
+      return fmt::format("host '{}': expected a host name or address", rest[0]);
     o.host = rest[0];
   }
   return {};
@@ -197,19 +198,12 @@ std::optional<uint64_t> parseByteSize(std::string_view text) {
   if (!text.empty()) {
     switch (text.back()) {
       case 'K':
-      case 'k':
-        multiplier = uint64_t{1} << 10;
-        break;
+      case 'k': multiplier = uint64_t{1} << 10; break;
       case 'M':
-      case 'm':
-        multiplier = uint64_t{1} << 20;
-        break;
+      case 'm': multiplier = uint64_t{1} << 20; break;
       case 'G':
-      case 'g':
-        multiplier = uint64_t{1} << 30;
-        break;
-      default:
-        break;
+      case 'g': multiplier = uint64_t{1} << 30; break;
+      default: break;
     }
     if (multiplier != 1) text.remove_suffix(1);
   }

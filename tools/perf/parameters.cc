@@ -7,7 +7,6 @@
 
 namespace poseidon::perf {
 
-
 uint64_t RunParameters::maxSize() const { return sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end()); }
 
 std::vector<uint64_t> allSizes() {
@@ -57,11 +56,20 @@ std::string checkParameters(const RunParameters& p) {
 
 std::string parametersToJson(const RunParameters& p) {
   nlohmann::json j = {
-      {"version", kParametersVersion}, {"test", testName(p.test)},   {"transport", p.transport},
-      {"sizes", p.sizes},              {"iterations", p.iterations}, {"duration_s", p.duration_s},
-      {"margin_s", p.margin_s},        {"streams", p.streams},       {"tx_depth", p.tx_depth},
-      {"rx_depth", p.rx_depth},        {"cq_mod", p.cq_mod},         {"report_gbits", p.report_gbits},
-      {"busy_poll", p.busy_poll},      {"server_address", p.server_address},
+      {"version", kParametersVersion},
+      {"test", testName(p.test)},
+      {"transport", p.transport},
+      {"sizes", p.sizes},
+      {"iterations", p.iterations},
+      {"duration_s", p.duration_s},
+      {"margin_s", p.margin_s},
+      {"streams", p.streams},
+      {"tx_depth", p.tx_depth},
+      {"rx_depth", p.rx_depth},
+      {"cq_mod", p.cq_mod},
+      {"report_gbits", p.report_gbits},
+      {"busy_poll", p.busy_poll},
+      {"server_address", p.server_address},
   };
   return j.dump();
 }
@@ -73,9 +81,9 @@ Result<RunParameters> parametersFromJson(const std::string& text) {
     const int version = j.at("version").get<int>();
     if (version != kParametersVersion) {
       return makeStatus(StatusCode::kInvalidArgument,
-                                   "the client speaks parameters version {}, this server version {}; run the same "
-                                   "poseidon-perf on both sides",
-                                   version, kParametersVersion);
+                        "the client speaks parameters version {}, this server version {}; run the same "
+                        "poseidon-perf on both sides",
+                        version, kParametersVersion);
     }
     const std::string test = j.at("test").get<std::string>();
     const auto kind = parseTestName(test);

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "tools/perf/test_kind.h"
 #include "common/status.h"
+#include "tools/perf/test_kind.h"
 
 namespace poseidon::perf {
 

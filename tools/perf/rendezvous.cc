@@ -85,8 +85,7 @@ Result<std::string> numericAddress(const std::string& host) {
   addrinfo* list = nullptr;
   const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &list);
   if (rc != 0) {
-    return makeStatus(StatusCode::kInvalidArgument, "cannot resolve host '{}': {}", host,
-                                 ::gai_strerror(rc));
+    return makeStatus(StatusCode::kInvalidArgument, "cannot resolve host '{}': {}", host, ::gai_strerror(rc));
   }
   // IPv4 first: "localhost" may list ::1 first, where a server on the IPv4 wildcard is not.
   const addrinfo* chosen = list;
@@ -153,8 +152,7 @@ Result<std::unique_ptr<Session>> acceptClient(const Options& options, void (*on_
     if (verdict) verdict = publishRegion(*session);
     if (verdict.code() == StatusCode::kIoError && options.bind.empty()) {
       verdict = verdict.withContext(fmt::format(
-          "listening on {}, the address the client reached this server at (behind NAT? give --bind ADDRESS)",
-          address));
+          "listening on {}, the address the client reached this server at (behind NAT? give --bind ADDRESS)", address));
     }
   }
   POSEIDON_RETURN_IF_ERROR(
@@ -187,9 +185,8 @@ Result<std::unique_ptr<Session>> connectToServer(const Options& options, RunPara
   auto arrived = session->store->add(kClientsKey, 1);
   if (!arrived) return arrived.status();
   if (*arrived != 1) {
-    return makeStatus(StatusCode::kUnavailable,
-                                 "the poseidon-perf server at {}:{} is already serving another client", *server,
-                                 options.port);
+    return makeStatus(StatusCode::kUnavailable, "the poseidon-perf server at {}:{} is already serving another client",
+                      *server, options.port);
   }
   POSEIDON_RETURN_IF_ERROR(publishRegion(*session));
   POSEIDON_RETURN_IF_ERROR(bootstrap::setString(*session->store, kParamsKey, parametersToJson(params)));

@@ -9,12 +9,12 @@
 namespace poseidon::perf {
 namespace {
 
-
 // perftest 4.5's formats (perftest_parameters.h), kept verbatim.
 constexpr const char* kResultLine =
     "---------------------------------------------------------------------------------------\n";
 constexpr const char* kResultFmt = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n";
-constexpr const char* kResultFmtG = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n";
+constexpr const char* kResultFmtG =
+    " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n";
 constexpr const char* kResultFmtLat =
     " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% "
     "percentile[usec]   99.9% percentile[usec] \n";
@@ -42,14 +42,19 @@ const char* bwUnit(bool gbits) { return gbits ? "Gb/sec" : "MB/sec"; }
 
 nlohmann::json rowToJson(const Row& row) {
   if (const auto* bw = std::get_if<BwRow>(&row)) {
-    return {{"bytes", bw->bytes},           {"iterations", bw->iterations}, {"bw_peak", bw->bw_peak},
-            {"bw_average", bw->bw_average}, {"msg_rate_mpps", bw->msg_rate}};
+    return {{"bytes", bw->bytes},
+            {"iterations", bw->iterations},
+            {"bw_peak", bw->bw_peak},
+            {"bw_average", bw->bw_average},
+            {"msg_rate_mpps", bw->msg_rate}};
   }
   if (const auto* lat = std::get_if<LatRow>(&row)) {
     const LatencyStats& s = lat->stats;
-    return {{"bytes", lat->bytes},         {"iterations", lat->iterations}, {"t_min_usec", s.t_min},
-            {"t_max_usec", s.t_max},       {"t_typical_usec", s.t_typical}, {"t_avg_usec", s.t_avg},
-            {"t_stdev_usec", s.t_stdev},   {"p99_usec", s.p99},             {"p99_9_usec", s.p99_9}};
+    return {{"bytes", lat->bytes},           {"iterations", lat->iterations},
+            {"t_min_usec", s.t_min},         {"t_max_usec", s.t_max},
+            {"t_typical_usec", s.t_typical}, {"t_avg_usec", s.t_avg},
+            {"t_stdev_usec", s.t_stdev},     {"p99_usec", s.p99},
+            {"p99_9_usec", s.p99_9}};
   }
   const auto& dur = std::get<LatDurationRow>(row);
   return {{"bytes", dur.bytes}, {"iterations", dur.iterations}, {"t_avg_usec", dur.t_avg}, {"tps_average", dur.tps}};
@@ -118,7 +123,8 @@ std::string testInfoBlock(const RunParameters& p, const SideInfo& side) {
   out += " Max inline data : 0[B]\n";
   out += " rdma_cm QPs\t : OFF\n";
   out += " Data ex. method : TCP store\n";
-  if (p.durationMode()) out += fmt::format(" Duration        : {} s, measured after a margin of {} s\n", p.duration_s, p.margin_s);
+  if (p.durationMode())
+    out += fmt::format(" Duration        : {} s, measured after a margin of {} s\n", p.duration_s, p.margin_s);
   out += kResultLine;
   out += fmt::format(" local address: {}\n", side.local_address);
   if (!link.gid.empty()) out += fmt::format(" GID: {}\n", link.gid);
@@ -196,13 +202,13 @@ Result<std::vector<Row>> rowsFromJson(const std::string& text, const RunParamete
     }
     const std::string kind = j.at("row_kind").get<std::string>();
     if (kind != rowKind(params)) {
-      return makeStatus(StatusCode::kProtocolError, "the client reported rows of kind '{}', expected '{}'",
-                                   kind, rowKind(params));
+      return makeStatus(StatusCode::kProtocolError, "the client reported rows of kind '{}', expected '{}'", kind,
+                        rowKind(params));
     }
     const nlohmann::json& list = j.at("rows");
     if (!list.is_array() || list.size() > params.sizes.size()) {
-      return makeStatus(StatusCode::kProtocolError, "the client reported {} rows, expected at most {}",
-                                   list.size(), params.sizes.size());
+      return makeStatus(StatusCode::kProtocolError, "the client reported {} rows, expected at most {}", list.size(),
+                        params.sizes.size());
     }
     for (const nlohmann::json& row : list) rows.push_back(rowFromJson(row, kind));
   } catch (const std::exception& e) {

@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/status.h"
 #include "tools/perf/link_info.h"
 #include "tools/perf/parameters.h"
 #include "tools/perf/statistics.h"
-#include "common/status.h"
 
 namespace poseidon::perf {
 
@@ -66,7 +66,7 @@ struct SideInfo {
 std::string resultLine();  // perftest's RESULT_LINE, with its newline
 std::string testInfoBlock(const RunParameters& params, const SideInfo& side);
 std::string tableHeader(const RunParameters& params);  // with its newline
-std::string formatRow(const Row& row, bool gbits);      // with its newline
+std::string formatRow(const Row& row, bool gbits);     // with its newline
 
 // {"tool", "test", "transport", "streams", "tx_depth", ..., "bw_unit", "rows": [...]}; the
 // rows carry the table's fields under the names of its columns.

@@ -23,9 +23,10 @@ void print(const std::string& text) {
 }
 
 void printWaiting(uint16_t /*port*/) {
-  print("\n************************************\n"
-        "* Waiting for client to connect... *\n"
-        "************************************\n");
+  print(
+      "\n************************************\n"
+      "* Waiting for client to connect... *\n"
+      "************************************\n");
 }
 
 // perftest's server simply follows the client; say so where this one was told otherwise.

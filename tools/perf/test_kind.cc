@@ -4,14 +4,10 @@ namespace poseidon::perf {
 
 const char* testName(TestKind test) {
   switch (test) {
-    case TestKind::kSendBw:
-      return "send_bw";
-    case TestKind::kWriteBw:
-      return "write_bw";
-    case TestKind::kSendLat:
-      return "send_lat";
-    case TestKind::kWriteLat:
-      return "write_lat";
+    case TestKind::kSendBw: return "send_bw";
+    case TestKind::kWriteBw: return "write_bw";
+    case TestKind::kSendLat: return "send_lat";
+    case TestKind::kWriteLat: return "write_lat";
   }
   return "?";
 }
@@ -25,14 +21,10 @@ std::optional<TestKind> parseTestName(std::string_view name) {
 
 const char* testTitle(TestKind test) {
   switch (test) {
-    case TestKind::kSendBw:
-      return "Send BW Test";
-    case TestKind::kWriteBw:
-      return "RDMA_Write BW Test";
-    case TestKind::kSendLat:
-      return "Send Latency Test";
-    case TestKind::kWriteLat:
-      return "RDMA_Write Latency Test";
+    case TestKind::kSendBw: return "Send BW Test";
+    case TestKind::kWriteBw: return "RDMA_Write BW Test";
+    case TestKind::kSendLat: return "Send Latency Test";
+    case TestKind::kWriteLat: return "RDMA_Write Latency Test";
   }
   return "?";
 }

@@ -28,8 +28,7 @@ class Verb {
   // Moves `length` bytes at `local_offset` of our region to the peer (a write lands at
   // `remote_offset` of its region; a send where its posted receive says). length 0 with
   // kMarkerImm is an end marker.
-  virtual transport::RequestPtr post(uint64_t local_offset, uint64_t remote_offset, uint64_t length,
-                                     uint32_t imm) = 0;
+  virtual transport::RequestPtr post(uint64_t local_offset, uint64_t remote_offset, uint64_t length, uint32_t imm) = 0;
   // Completes when the peer's next post has landed; a send lands at `offset` of our region,
   // `length` bytes at most (a write where the peer put it).
   virtual transport::RequestPtr expect(uint64_t offset, uint64_t length) = 0;

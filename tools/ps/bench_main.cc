@@ -87,8 +87,7 @@ Status writeJson(const std::string& path, const BenchReport& report) {
 }
 
 Status benchmark(const BenchCommandLine& c, JobProcess& p, BenchReport& report) {
-  auto client = ps::Client::start(*p.context, *p.store, c.job.model, p.layout, p.job, c.job.consistency,
-                                  p.deadline());
+  auto client = ps::Client::start(*p.context, *p.store, c.job.model, p.layout, p.job, c.job.consistency, p.deadline());
   if (!client) return client.status();
   ps::Client& worker = **client;
   for (size_t t = 0; t < p.layout.tensorCount(); ++t) {
@@ -105,8 +104,7 @@ Status benchmark(const BenchCommandLine& c, JobProcess& p, BenchReport& report) 
     const auto seconds = [&](Clock::time_point t) { return std::chrono::duration<double>(t - start).count(); };
     // Every layer's gradient travels once and its parameters come back once.
     if (i >= c.warmup) {
-      report.iterations.push_back({seconds(Clock::now()), seconds(*pushed), c.job.model_bytes,
-                                   c.job.model_bytes});
+      report.iterations.push_back({seconds(Clock::now()), seconds(*pushed), c.job.model_bytes, c.job.model_bytes});
     }
   }
   return worker.finish(p.deadline());
@@ -135,11 +133,12 @@ int run(const BenchCommandLine& c) {
 
 int main(int argc, char** argv) {
   using namespace poseidon::tools;
-  CLI::App app{"poseidon-ps-bench: a benchmarking worker of a parameter-server job. Each iteration pushes every\n"
-               "layer of --model (weight and bias together) and pulls every layer back; gradients are a constant, so\n"
-               "this measures the PS data path. Start poseidon-server on the server ranks. Exit: 0 ok, 1 failure,\n"
-               "2 bad usage.",
-               kProgram};
+  CLI::App app{
+      "poseidon-ps-bench: a benchmarking worker of a parameter-server job. Each iteration pushes every\n"
+      "layer of --model (weight and bias together) and pulls every layer back; gradients are a constant, so\n"
+      "this measures the PS data path. Start poseidon-server on the server ranks. Exit: 0 ok, 1 failure,\n"
+      "2 bad usage.",
+      kProgram};
   BenchCommandLine c;
   addJobOptions(app, c.job);
   addBenchOptions(app, c);

@@ -65,9 +65,9 @@ std::string benchTable(const BenchReport& r) {
   }
   out += perf::resultLine();
   if (r.iterations.empty()) return out;
-  const auto [fastest, slowest] = std::minmax_element(
-      r.iterations.begin(), r.iterations.end(),
-      [](const BenchIteration& a, const BenchIteration& b) { return a.seconds < b.seconds; });
+  const auto [fastest, slowest] =
+      std::minmax_element(r.iterations.begin(), r.iterations.end(),
+                          [](const BenchIteration& a, const BenchIteration& b) { return a.seconds < b.seconds; });
   const uint64_t n = r.iterations.size();
   const BenchIteration average{sum.seconds / static_cast<double>(n), sum.push_seconds / static_cast<double>(n),
                                sum.bytes_pushed / n, sum.bytes_pulled / n};
@@ -83,7 +83,8 @@ nlohmann::json benchToJson(const BenchReport& r) {
   for (const BenchIteration& it : r.iterations) {
     iterations.push_back({{"seconds", it.seconds},
                           {"push_seconds", it.push_seconds},
-                          {"bytes_pushed", it.bytes_pushed}, {"bytes_pulled", it.bytes_pulled}});
+                          {"bytes_pushed", it.bytes_pushed},
+                          {"bytes_pulled", it.bytes_pulled}});
   }
   return {{"tool", "poseidon-ps-bench"},
           {"worker", r.worker},

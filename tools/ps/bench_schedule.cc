@@ -18,8 +18,7 @@ std::string BenchSchedule::describe() const {
                      : fmt::format("{}, window {} layer(s)", orderName(order), window);
 }
 
-Result<Clock::time_point> exchange(ps::Client& client, const BenchSchedule& schedule, bool push,
-                                                         Deadline deadline) {
+Result<Clock::time_point> exchange(ps::Client& client, const BenchSchedule& schedule, bool push, Deadline deadline) {
   const size_t layers = client.layerCount();
   const bool interleaved = schedule.order == BenchSchedule::Order::kInterleaved;
   std::vector<RequestPtr> pushes;

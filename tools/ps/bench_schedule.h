@@ -13,8 +13,8 @@
 #include <cstddef>
 #include <string>
 
-#include "ps/client.h"
 #include "common/deadline.h"
+#include "ps/client.h"
 
 namespace poseidon::tools {
 
@@ -33,7 +33,6 @@ const char* orderName(BenchSchedule::Order order);
 
 // One iteration: pushes every layer (when `push`; else only pulls) and pulls every layer in the
 // schedule's order, then waits for all of it. Returns when the last push was acknowledged.
-Result<Clock::time_point> exchange(ps::Client& client, const BenchSchedule& schedule, bool push,
-                                                         Deadline deadline);
+Result<Clock::time_point> exchange(ps::Client& client, const BenchSchedule& schedule, bool push, Deadline deadline);
 
 }  // namespace poseidon::tools

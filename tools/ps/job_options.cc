@@ -4,8 +4,8 @@
 
 #include <limits>
 
-#include "ps/imm_code.h"
 #include "model/spec.h"
+#include "ps/imm_code.h"
 
 namespace poseidon::tools {
 
@@ -27,8 +27,9 @@ void addJobOptions(CLI::App& app, JobOptions& o) {
   app.add_option("--consistency", o.consistency_spec,
                  "bsp (default), ssp:<staleness>, async or async:push=<n>,fetch=<n>")
       ->type_name("MODEL");
-  app.add_option("--optimizer", o.optimizer_spec,
-                 "sgd (default), sgd:lr=0.1,momentum=0.9,wd=5e-4, adagrad:lr=..., adam:lr=... (see kernels/optimizer_config.h)")
+  app.add_option(
+         "--optimizer", o.optimizer_spec,
+         "sgd (default), sgd:lr=0.1,momentum=0.9,wd=5e-4, adagrad:lr=..., adam:lr=... (see kernels/optimizer_config.h)")
       ->type_name("SPEC");
   app.add_option("--backend", o.backend, "Transport backend: tcp (default) or verbs")
       ->type_name("NAME")
@@ -70,10 +71,10 @@ std::string checkJobOptions(JobOptions& o, const char* environment_secret) {
   const uint64_t chunks = (o.model_bytes + o.chunk_bytes - 1) / o.chunk_bytes;
   const uint64_t per_server = (chunks + static_cast<uint64_t>(o.servers) - 1) / static_cast<uint64_t>(o.servers);
   if (per_server > ps::kMaxChunksPerServer) {
-    return fmt::format("--model '{}' ({} bytes) is {} chunks of {} bytes, {} per server on {} servers: expected at "
-                       "most {} per server (use bigger --chunk-bytes or more --servers)",
-                       o.model_spec, o.model_bytes, chunks, o.chunk_bytes, per_server, o.servers,
-                       ps::kMaxChunksPerServer);
+    return fmt::format(
+        "--model '{}' ({} bytes) is {} chunks of {} bytes, {} per server on {} servers: expected at "
+        "most {} per server (use bigger --chunk-bytes or more --servers)",
+        o.model_spec, o.model_bytes, chunks, o.chunk_bytes, per_server, o.servers, ps::kMaxChunksPerServer);
   }
   auto consistency = ps::parseConsistency(o.consistency_spec);
   if (!consistency) return fmt::format("--consistency: {}", consistency.status().message());
@@ -93,8 +94,10 @@ std::string checkJobOptions(JobOptions& o, const char* environment_secret) {
 
 void warnIfNoSecret(const JobOptions& options, const char* program) {
   if (!options.secret.empty()) return;
-  fmt::print(stderr, "{}: warning: no secret (--secret or POSEIDON_SECRET): any process that reaches the data port "
-                     "may join\n", program);
+  fmt::print(stderr,
+             "{}: warning: no secret (--secret or POSEIDON_SECRET): any process that reaches the data port "
+             "may join\n",
+             program);
 }
 
 std::optional<int> parseCommandLine(CLI::App& app, int argc, const char* const* argv,

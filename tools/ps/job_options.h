@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "kernels/optimizer_config.h"
 #include "model/model.h"
 #include "ps/chunk_layout.h"
 #include "ps/consistency.h"
-#include "kernels/optimizer_config.h"
 
 namespace poseidon::tools {
 
@@ -36,11 +36,11 @@ struct JobOptions {
   std::string backend = "tcp";
   std::string address;  // empty: this host's address on the route to rank 0's store
   int streams = 1;
-  std::string secret;   // --secret, else POSEIDON_SECRET
+  std::string secret;  // --secret, else POSEIDON_SECRET
   int timeout_s = kDefaultTimeoutSeconds;
-  int rank = -1;            // >= 0: overrides the launch environment (with --size)
+  int rank = -1;  // >= 0: overrides the launch environment (with --size)
   int size = -1;
-  std::string root;         // host:port of rank 0's store; empty: POSEIDON_ROOT
+  std::string root;  // host:port of rank 0's store; empty: POSEIDON_ROOT
   std::string job_name = "ps";
 
   // Filled by checkJobOptions() from the specs above.

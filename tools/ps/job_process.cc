@@ -61,8 +61,9 @@ Result<bootstrap::LaunchInfo> resolveLaunch(const JobOptions& options) {
   };
   auto launch = bootstrap::detectLaunch(lookup);
   if (!launch) {
-    return launch.status().withContext("who this process is (give --rank, --size and --root, or start it with "
-                                       "mpirun or srun)");
+    return launch.status().withContext(
+        "who this process is (give --rank, --size and --root, or start it with "
+        "mpirun or srun)");
   }
   return launch;
 }
@@ -76,8 +77,8 @@ Status checkRole(const bootstrap::LaunchInfo& launch, const ps::PsJob& job, Role
   }
   const bool server = job.isServerRank(launch.rank);
   if (server == (role == Role::kServer)) return Status::ok();
-  return makeStatus(StatusCode::kInvalidArgument, "rank {} is a {} rank of this job ({}): run {} there",
-                    launch.rank, server ? "server" : "worker", layoutText(job), other_program);
+  return makeStatus(StatusCode::kInvalidArgument, "rank {} is a {} rank of this job ({}): run {} there", launch.rank,
+                    server ? "server" : "worker", layoutText(job), other_program);
 }
 
 Result<std::unique_ptr<JobProcess>> joinJob(const JobOptions& options, Role role, const char* other_program) {

@@ -42,12 +42,11 @@ struct JobProcess {
 // (which ranks are workers, which servers) and where the rank came from.
 Result<transport::bootstrap::LaunchInfo> resolveLaunch(const JobOptions& options);
 Status checkRole(const transport::bootstrap::LaunchInfo& launch, const ps::PsJob& job, Role role,
-                            const char* other_program);
+                 const char* other_program);
 
 // Resolves the launch, checks the role, builds the layout, opens the store and connects the
 // context of all workers + servers ranks.
-Result<std::unique_ptr<JobProcess>> joinJob(const JobOptions& options, Role role,
-                                                       const char* other_program);
+Result<std::unique_ptr<JobProcess>> joinJob(const JobOptions& options, Role role, const char* other_program);
 
 // The last store traffic of a process: see above.
 Status leave(JobProcess& process);

@@ -15,7 +15,6 @@
 namespace poseidon::tools {
 namespace {
 
-
 constexpr const char* kProgram = "poseidon-server";
 
 struct ServerCommandLine {
@@ -71,14 +70,14 @@ int run(const ServerCommandLine& c) {
     return 1;
   }
   const auto started = std::chrono::steady_clock::now();
-  const Deadline until = c.run_timeout_s > 0 ? Deadline::after(std::chrono::seconds(c.run_timeout_s)) : Deadline::never();
+  const Deadline until =
+      c.run_timeout_s > 0 ? Deadline::after(std::chrono::seconds(c.run_timeout_s)) : Deadline::never();
   Status status = (*server)->waitUntilDone(until);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const ps::ServerStats stats = (*server)->stats();
   const nlohmann::json line = {
-      {"server", p.rank() - p.job.workers}, {"rank", p.rank()},
-      {"bytes_pushed", stats.bytes_pushed}, {"bytes_pulled", stats.bytes_pulled},
-      {"updates", stats.updates},           {"seconds", seconds},
+      {"server", p.rank() - p.job.workers},         {"rank", p.rank()},         {"bytes_pushed", stats.bytes_pushed},
+      {"bytes_pulled", stats.bytes_pulled},         {"updates", stats.updates}, {"seconds", seconds},
       {"resumed_clock", (*server)->resumedClock()}, {"ok", status.isOk()}};
   fmt::print("{}\n", line.dump());
   std::fflush(stdout);
@@ -90,12 +89,14 @@ int run(const ServerCommandLine& c) {
 
 int main(int argc, char** argv) {
   using namespace poseidon::tools;
-  CLI::App app{"poseidon-server: the server role of a parameter-server job (one shard of the model).\n"
-               "Ranks 0..P1-1 are workers, P1..P1+P2-1 servers; rank 0 serves the rendezvous store.\n"
-               "Prints one JSON line of statistics when every worker is done. Exit: 0 ok, 1 failure, 2 bad usage.",
-               kProgram};
+  CLI::App app{
+      "poseidon-server: the server role of a parameter-server job (one shard of the model).\n"
+      "Ranks 0..P1-1 are workers, P1..P1+P2-1 servers; rank 0 serves the rendezvous store.\n"
+      "Prints one JSON line of statistics when every worker is done. Exit: 0 ok, 1 failure, 2 bad usage.",
+      kProgram};
   ServerCommandLine c;
   addJobOptions(app, c.job);
   addServerOptions(app, c);
-  return runProgram(argc, argv, {kProgram, &app, &c.job, [&] { return checkServerOptions(c); }, [&] { return run(c); }});
+  return runProgram(argc, argv,
+                    {kProgram, &app, &c.job, [&] { return checkServerOptions(c); }, [&] { return run(c); }});
 }

@@ -6,7 +6,6 @@
 
 namespace poseidon::trainer {
 
-
 namespace {
 
 // The schemes a rule prices for a layer, in order of preference on a tie: the paper sends an FC

@@ -43,9 +43,9 @@ struct PricedScheme {
 struct Decision {
   std::string layer;
   scheme::Scheme scheme = scheme::Scheme::kPs;
-  double floats = 0;                  // the chosen scheme's price, as in PricedScheme
-  std::vector<PricedScheme> priced;   // every scheme considered, cheapest first, ties in preference order
-  std::string reason;                 // "fc6: SFB 28.02M floats < PS 385.35M floats"
+  double floats = 0;                 // the chosen scheme's price, as in PricedScheme
+  std::vector<PricedScheme> priced;  // every scheme considered, cheapest first, ties in preference order
+  std::string reason;                // "fc6: SFB 28.02M floats < PS 385.35M floats"
 };
 
 // Fails, naming the value, for an invalid layer or cluster (model::Layer::validate,

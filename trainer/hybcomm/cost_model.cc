@@ -7,7 +7,6 @@
 
 namespace poseidon::trainer {
 
-
 namespace {
 
 Status validate(const model::Layer& layer, const ClusterShape& cluster) {
@@ -43,9 +42,9 @@ Result<NodeTraffic> psNodeTraffic(const model::Layer& layer, const ClusterShape&
   // Each way: X/P2 to each remote shard (as worker) and to each remote worker (as server). One
   // division last, so the count is exact whenever P2 divides it.
   const int64_t remote = (cluster.servers - 1) + (cluster.workers - 1);
-  return symmetric(static_cast<double>(layer.denseFloats()) * static_cast<double>(remote) /
-                       static_cast<double>(cluster.servers),
-                   remote);
+  return symmetric(
+      static_cast<double>(layer.denseFloats()) * static_cast<double>(remote) / static_cast<double>(cluster.servers),
+      remote);
 }
 
 Result<NodeTraffic> psWorkerOnlyNodeTraffic(const model::Layer& layer, const ClusterShape& cluster) {
@@ -80,9 +79,9 @@ Result<NodeTraffic> ringNodeTraffic(const model::Layer& layer, const ClusterShap
   POSEIDON_RETURN_IF_ERROR(validate(layer, cluster));
   const int64_t steps = 2 * (cluster.workers - 1);  // reduce-scatter, then all-gather
   // Each step moves one segment of X/P1 each way.
-  return symmetric(static_cast<double>(layer.denseFloats()) * static_cast<double>(steps) /
-                       static_cast<double>(cluster.workers),
-                   steps);
+  return symmetric(
+      static_cast<double>(layer.denseFloats()) * static_cast<double>(steps) / static_cast<double>(cluster.workers),
+      steps);
 }
 
 Result<NodeTraffic> busiestNodeTraffic(scheme::Scheme scheme, const model::Layer& layer, const ClusterShape& cluster) {

@@ -95,9 +95,7 @@ Result<HybComm> HybComm::create(std::vector<model::Layer> layers, const trainer:
                                         scheme::schemeName(options.fixed)));
         }
         break;
-      case HybCommMode::kAdaptive:
-        hybcomm.state_[l].retiming = true;
-        break;
+      case HybCommMode::kAdaptive: hybcomm.state_[l].retiming = true; break;
     }
   }
   if (options.mode == HybCommMode::kAdaptive) {
@@ -274,9 +272,9 @@ Status HybComm::decideConfirm(const Agree& agree) {
   }
   const std::string_view best_name = scheme::schemeName(options_.candidates[best_uniform_]);
   const bool take_mix = mix_total <= best_uniform_total_;
-  settle(take_mix, fmt::format("; as a whole, the mix ({}) took {} per iteration {} {} for all {}", mix,
-                               seconds(mix_total), take_mix ? "against" : "and lost to", seconds(best_uniform_total_),
-                               best_name));
+  settle(take_mix,
+         fmt::format("; as a whole, the mix ({}) took {} per iteration {} {} for all {}", mix, seconds(mix_total),
+                     take_mix ? "against" : "and lost to", seconds(best_uniform_total_), best_name));
   return Status::ok();
 }
 

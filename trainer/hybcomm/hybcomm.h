@@ -10,9 +10,9 @@
 //   the next one's sync), so a mix that no trial ran as a whole is then timed as a whole for as
 //   many iterations (the confirm phase) and kept only if its iteration beats the best uniform
 //   candidate's. While it runs, each window of iterations a layer's mean time is compared with
-//   its first steady window, and a layer that drifted by more than the margin is timed again. Decisions must be identical on every worker or the schemes deadlock
-//   (one worker pushing to the PS while its peers broadcast factors), so they are taken only
-//   from measurements every worker has: at each decision point the workers exchange their
+//   its first steady window, and a layer that drifted by more than the margin is timed again. Decisions must be
+//   identical on every worker or the schemes deadlock (one worker pushing to the PS while its peers broadcast factors),
+//   so they are taken only from measurements every worker has: at each decision point the workers exchange their
 //   timings (`Agree`, element-wise max: a sync is as slow as its slowest worker) and apply the
 //   same rule to the same numbers.
 // - fixed: one scheme for every layer it applies to (the baselines of the benchmark).
@@ -35,7 +35,6 @@
 
 namespace poseidon::trainer {
 
-
 enum class HybCommMode { kClosedForm, kAdaptive, kFixed };
 
 struct HybCommOptions {
@@ -51,7 +50,7 @@ struct HybCommOptions {
   // than this fraction, either way (slower: the link got worse; faster: maybe another scheme did
   // even better).
   double drift_margin = 0.25;
-  int window = 8;  // iterations per drift check
+  int window = 8;                              // iterations per drift check
   scheme::Scheme fixed = scheme::Scheme::kPs;  // kFixed; layers it does not apply to go PS
 };
 
@@ -111,12 +110,12 @@ class HybComm {
     scheme::Scheme current = scheme::Scheme::kPs;
     scheme::Scheme closed_form = scheme::Scheme::kPs;
     std::string closed_form_reason;
-    bool retiming = false;        // takes part in the current trial (and confirm) phase
-    double fastest[kSchemes] = {};  // this trial phase: fastest recorded time per candidate (0: none)
+    bool retiming = false;                       // takes part in the current trial (and confirm) phase
+    double fastest[kSchemes] = {};               // this trial phase: fastest recorded time per candidate (0: none)
     scheme::Scheme mixed = scheme::Scheme::kPs;  // confirm phase: the layer's own fastest, and why
     std::string ranking;
-    double reference = 0;         // agreed mean of the first window after the decision (0: not yet)
-    double window_seconds = 0;    // this window's recorded time and count
+    double reference = 0;       // agreed mean of the first window after the decision (0: not yet)
+    double window_seconds = 0;  // this window's recorded time and count
     uint64_t window_count = 0;
     SchemeCounters counters[kSchemes];
   };
@@ -147,7 +146,7 @@ class HybComm {
   double iteration_seconds_ = 0;
   std::vector<double> candidate_totals_;
   double mix_total_ = 0;
-  size_t best_uniform_ = 0;   // confirm phase: the candidate whose iteration was fastest
+  size_t best_uniform_ = 0;        // confirm phase: the candidate whose iteration was fastest
   double best_uniform_total_ = 0;  // its agreed time
 };
 

@@ -8,7 +8,6 @@
 
 namespace poseidon::trainer {
 
-
 Agree storeAgreement(transport::bootstrap::Store& store, std::string scope, int rank, int workers,
                      std::chrono::milliseconds timeout) {
   auto round = std::make_shared<uint64_t>(0);

@@ -25,11 +25,10 @@ ps::PsJob hybridPsJob(int workers, int servers, const std::string& name) {
 }
 
 Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& context,
-                                                                    transport::bootstrap::Store& store,
-                                                                    std::span<const model::Layer> layers,
-                                                                    int workers, int servers, uint64_t chunk_bytes,
-                                                                    const std::string& name,
-                                                                    Deadline deadline) {
+                                                         transport::bootstrap::Store& store,
+                                                         std::span<const model::Layer> layers, int workers, int servers,
+                                                         uint64_t chunk_bytes, const std::string& name,
+                                                         Deadline deadline) {
   const model::Model ps_model = hybridPsModel(layers);
   auto layout = hybridLayout(ps_model, servers, chunk_bytes);
   if (!layout) return layout.status();

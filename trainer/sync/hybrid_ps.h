@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "model/layer.h"
 #include "model/model.h"
 #include "ps/chunk_layout.h"
 #include "ps/job.h"
 #include "ps/server.h"
-#include "model/layer.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
 
@@ -29,10 +29,9 @@ ps::PsJob hybridPsJob(int workers, int servers, const std::string& name);
 // A summation server of a HybridSync job named `name` (HybridOptions::name): rank P1 + s of the
 // PS context. Every worker and server must be given the same layers, counts and chunk size.
 Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& context,
-                                                                    transport::bootstrap::Store& store,
-                                                                    std::span<const model::Layer> layers,
-                                                                    int workers, int servers, uint64_t chunk_bytes,
-                                                                    const std::string& name,
-                                                                    Deadline deadline);
+                                                         transport::bootstrap::Store& store,
+                                                         std::span<const model::Layer> layers, int workers, int servers,
+                                                         uint64_t chunk_bytes, const std::string& name,
+                                                         Deadline deadline);
 
 }  // namespace poseidon::trainer

@@ -123,9 +123,9 @@ Status HybridSyncImpl::setUp(transport::bootstrap::Store& store, Deadline deadli
   const model::Model ps_model = hybridPsModel(layers);
   auto layout = hybridLayout(ps_model, options_.ps_servers, options_.chunk_bytes);
   if (!layout) return layout.status();
-  auto client = ps::Client::start(*contexts_.ps, store, ps_model, *layout,
-                                  hybridPsJob(workers, options_.ps_servers, options_.name), ps::Consistency{},
-                                  deadline);
+  auto client =
+      ps::Client::start(*contexts_.ps, store, ps_model, *layout,
+                        hybridPsJob(workers, options_.ps_servers, options_.name), ps::Consistency{}, deadline);
   if (!client) return client.status();
   // The protocol's first steps: worker 0 initialises the (unused) server memory, all see it.
   POSEIDON_RETURN_IF_ERROR((*client)->initialize(deadline));
@@ -172,14 +172,15 @@ Status HybridSyncImpl::agreeOnStart(transport::bootstrap::Store& store, Deadline
   items.add("hybrid.optimizer", replica_.optimizer().canonical());
   const HybCommOptions& h = options_.hybcomm;
   std::string candidates;
-  for (scheme::Scheme c : h.candidates) candidates += fmt::format("{}{}", candidates.empty() ? "" : ",", scheme::schemeName(c));
+  for (scheme::Scheme c : h.candidates)
+    candidates += fmt::format("{}{}", candidates.empty() ? "" : ",", scheme::schemeName(c));
   items.add("hybrid.hybcomm",
             fmt::format("mode {} fixed {} rule {} ring {} adam {} candidates {} trials {} margin {} window {}",
                         static_cast<int>(h.mode), scheme::schemeName(h.fixed), static_cast<int>(h.closed_form.rule),
                         h.closed_form.consider_ring, h.closed_form.consider_adam, candidates, h.trial_iterations,
                         h.drift_margin, h.window));
-  scheme::AgreementGroup workers{options_.name + "/start", {},
-                                 [](int r) { return fmt::format("worker {} (rank {})", r, r); }};
+  scheme::AgreementGroup workers{
+      options_.name + "/start", {}, [](int r) { return fmt::format("worker {} (rank {})", r, r); }};
   for (int w = 0; w < options_.workers; ++w) workers.ranks.push_back(w);
   return scheme::agreeOnStart(store, workers, contexts_.ps->rank(), items, deadline);
 }

@@ -9,7 +9,6 @@
 
 namespace poseidon::trainer {
 
-
 namespace {
 
 // CRC32C, then the length in floats (little-endian).
@@ -31,11 +30,10 @@ std::string replicaKey(std::string_view scope, uint64_t iteration, int rank) {
   return fmt::format("{}/replica/{}/{}", scope, iteration, rank);
 }
 
-Status checkReplicas(transport::bootstrap::Store& store, std::string_view scope, int rank, int size,
-                     uint64_t iteration, std::span<const float> params, Deadline deadline) {
+Status checkReplicas(transport::bootstrap::Store& store, std::string_view scope, int rank, int size, uint64_t iteration,
+                     std::span<const float> params, Deadline deadline) {
   if (size < 1 || rank < 0 || rank >= size) {
-    return makeStatus(StatusCode::kInvalidArgument, "replica check of '{}': rank {} of {} ranks", scope,
-                                 rank, size);
+    return makeStatus(StatusCode::kInvalidArgument, "replica check of '{}': rank {} of {} ranks", scope, rank, size);
   }
   const ReplicaHash own{transport::wire::crc32c(params.data(), params.size_bytes()), params.size()};
   std::vector<uint8_t> value(kValueBytes);
@@ -53,8 +51,8 @@ Status checkReplicas(transport::bootstrap::Store& store, std::string_view scope,
     auto got = store.get(replicaKey(scope, iteration, peer), deadline);
     if (!got) return got.status().withContext(fmt::format("{}: hash of rank {}", context(), peer));
     if (got->size() != kValueBytes) {
-      return makeStatus(StatusCode::kProtocolError, "{}: rank {} published {} bytes; expected {}",
-                                   context(), peer, got->size(), kValueBytes);
+      return makeStatus(StatusCode::kProtocolError, "{}: rank {} published {} bytes; expected {}", context(), peer,
+                        got->size(), kValueBytes);
     }
     hashes[static_cast<size_t>(peer)] = {transport::wire::loadLe32(got->data()),
                                          transport::wire::loadLe64(got->data() + 4)};
@@ -66,8 +64,8 @@ Status checkReplicas(transport::bootstrap::Store& store, std::string_view scope,
     differing += describe(peer, hashes[static_cast<size_t>(peer)]);
   }
   if (differing.empty()) return Status::ok();
-  return makeStatus(StatusCode::kInternal, "{}: replicas differ from {}: {}", context(),
-                               describe(0, hashes[0]), differing);
+  return makeStatus(StatusCode::kInternal, "{}: replicas differ from {}: {}", context(), describe(0, hashes[0]),
+                    differing);
 }
 
 }  // namespace poseidon::trainer

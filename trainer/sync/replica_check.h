@@ -24,7 +24,7 @@ std::string replicaKey(std::string_view scope, uint64_t iteration, int rank);
 // `params`' bytes, waits for every rank's, and fails (kInternal) naming the iteration and the
 // ranks whose hash or length differs from rank 0's. A rank that never publishes makes it time out
 // naming that rank; a malformed value is a protocol error naming its rank.
-Status checkReplicas(transport::bootstrap::Store& store, std::string_view scope, int rank, int size,
-                                uint64_t iteration, std::span<const float> params, Deadline deadline);
+Status checkReplicas(transport::bootstrap::Store& store, std::string_view scope, int rank, int size, uint64_t iteration,
+                     std::span<const float> params, Deadline deadline);
 
 }  // namespace poseidon::trainer

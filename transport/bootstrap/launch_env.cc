@@ -86,8 +86,7 @@ Status parseRoot(const std::string& value, LaunchInfo& info) {
     if (!port) reason = fmt::format("port '{}' is not an integer in [1, 65535]", port_text);
   }
   if (!reason.empty()) {
-    return makeStatus(StatusCode::kInvalidArgument, "{} is not {}: {}", assignment(kRootVar, value), kRootForm,
-                      reason);
+    return makeStatus(StatusCode::kInvalidArgument, "{} is not {}: {}", assignment(kRootVar, value), kRootForm, reason);
   }
   info.root_host = std::move(host);
   info.root_port = static_cast<uint16_t>(*port);
@@ -145,14 +144,14 @@ Result<LaunchInfo> detectLaunch(const EnvLookup& getenv_fn) {
     return makeStatus(StatusCode::kUnavailable,
                       "no launch environment found: looked for {}/{} (plain variables), {}/{} (OpenMPI "
                       "mpirun) and {}/{} (Slurm srun)",
-                      kLaunchers[0].rank_var, kLaunchers[0].size_var, kLaunchers[1].rank_var,
-                      kLaunchers[1].size_var, kLaunchers[2].rank_var, kLaunchers[2].size_var);
+                      kLaunchers[0].rank_var, kLaunchers[0].size_var, kLaunchers[1].rank_var, kLaunchers[1].size_var,
+                      kLaunchers[2].rank_var, kLaunchers[2].size_var);
   }
 
   if (const std::optional<std::string> dir = getenv_fn(kStoreDirVar)) {
     if (dir->empty()) {
-      return makeStatus(StatusCode::kInvalidArgument,
-                        "{} is set but empty; expected a directory every rank shares", kStoreDirVar);
+      return makeStatus(StatusCode::kInvalidArgument, "{} is set but empty; expected a directory every rank shares",
+                        kStoreDirVar);
     }
     info.file_store_dir = *dir;
   }

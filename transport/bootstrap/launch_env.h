@@ -22,7 +22,7 @@ inline constexpr uint16_t kDefaultRootPort = 29500;
 struct LaunchInfo {
   int rank = 0;
   int size = 1;
-  int local_rank = 0;  // rank among the processes on this host; 0 when the launcher does not say
+  int local_rank = 0;                        // rank among the processes on this host; 0 when the launcher does not say
   std::string root_host = kDefaultRootHost;  // without brackets, also for IPv6
   uint16_t root_port = kDefaultRootPort;
   std::string source;  // which launcher was detected: "poseidon", "openmpi" or "slurm"

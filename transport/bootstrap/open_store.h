@@ -8,9 +8,9 @@
 
 #include <memory>
 
+#include "common/deadline.h"
 #include "transport/bootstrap/launch_env.h"
 #include "transport/bootstrap/store.h"
-#include "common/deadline.h"
 
 namespace poseidon::transport::bootstrap {
 

@@ -84,8 +84,8 @@ Result<PublishedRegions> RegionExchange::parse(int member, const std::vector<uin
   }
   if (fingerprint != needs.fingerprint) {
     return makeStatus(StatusCode::kInvalidArgument,
-                      "{} was given other {} than this side (fingerprint {:#010x}, expected {:#010x}; {})",
-                      who(member), names_.fingerprint_covers, fingerprint, needs.fingerprint, where);
+                      "{} was given other {} than this side (fingerprint {:#010x}, expected {:#010x}; {})", who(member),
+                      names_.fingerprint_covers, fingerprint, needs.fingerprint, where);
   }
   if (count != needs.min_bytes.size()) {
     return malformed(fmt::format("holds {} descriptors, expected {}", count, needs.min_bytes.size()));
@@ -96,8 +96,8 @@ Result<PublishedRegions> RegionExchange::parse(int member, const std::vector<uin
     auto descriptor = RemoteDescriptor::parse(std::span<const uint8_t>(next, kDescriptorBytes));
     if (!descriptor) return malformed(fmt::format("region {}: {}", i, descriptor.status().message()));
     if (descriptor->length < needs.min_bytes[i]) {
-      return malformed(fmt::format("region {} is {} bytes; this side needs at least {}", i, descriptor->length,
-                                   needs.min_bytes[i]));
+      return malformed(
+          fmt::format("region {} is {} bytes; this side needs at least {}", i, descriptor->length, needs.min_bytes[i]));
     }
     out.descriptors.push_back(*descriptor);
   }

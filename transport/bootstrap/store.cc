@@ -49,8 +49,8 @@ Status barrier(Store& store, const std::string& name, int size, Deadline deadlin
     // Say how far the barrier got: that tells which ranks never came.
     Result<int64_t> now = store.add(count_key, 0);
     if (now) {
-      return makeStatus(StatusCode::kTimeout, "{}: only {} of {} ranks arrived before the deadline ({})",
-                        what, *now, size, done.status().message());
+      return makeStatus(StatusCode::kTimeout, "{}: only {} of {} ranks arrived before the deadline ({})", what, *now,
+                        size, done.status().message());
     }
   }
   return done.status().withContext(what);
@@ -68,8 +68,8 @@ Result<std::string> getString(Store& store, const std::string& key, Deadline dea
 
 Status checkKeyValue(const std::string& key, size_t value_bytes) {
   if (key.size() > kMaxKeyBytes) {
-    return makeStatus(StatusCode::kInvalidArgument, "key {} is {} bytes, expected at most {}",
-                      describeKey(key), key.size(), kMaxKeyBytes);
+    return makeStatus(StatusCode::kInvalidArgument, "key {} is {} bytes, expected at most {}", describeKey(key),
+                      key.size(), kMaxKeyBytes);
   }
   if (value_bytes > kMaxValueBytes) {
     return makeStatus(StatusCode::kInvalidArgument, "value for key {} is {} bytes, expected at most {}",
@@ -95,8 +95,8 @@ Result<int64_t> parseCounter(const std::string& key, const std::vector<uint8_t>&
     std::string shown;
     appendEscaped(shown, first, std::min(value.size(), kDescribedKeyBytes));
     return makeStatus(StatusCode::kInvalidArgument,
-                      "key {} holds '{}' ({} bytes), expected a decimal int64 counter for add()",
-                      describeKey(key), shown, value.size());
+                      "key {} holds '{}' ({} bytes), expected a decimal int64 counter for add()", describeKey(key),
+                      shown, value.size());
   }
   return parsed;
 }

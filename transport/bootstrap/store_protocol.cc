@@ -21,12 +21,10 @@ uint64_t getLE(const uint8_t* in, int bytes) {
 
 Status checkMagicVersion(const char* what, uint32_t magic, uint16_t version) {
   if (magic != kStoreMagic) {
-    return makeStatus(StatusCode::kProtocolError, "{} magic 0x{:08x}, expected 0x{:08x}", what, magic,
-                      kStoreMagic);
+    return makeStatus(StatusCode::kProtocolError, "{} magic 0x{:08x}, expected 0x{:08x}", what, magic, kStoreMagic);
   }
   if (version != kStoreVersion) {
-    return makeStatus(StatusCode::kProtocolError, "{} version {}, expected {}", what, version,
-                      kStoreVersion);
+    return makeStatus(StatusCode::kProtocolError, "{} version {}, expected {}", what, version, kStoreVersion);
   }
   return Status::ok();
 }
@@ -65,23 +63,22 @@ Status validateRequestHeader(const RequestHeader& h) {
   POSEIDON_RETURN_IF_ERROR(checkMagicVersion("request", h.magic, h.version));
   const auto op = static_cast<StoreOp>(h.op);
   if (op != StoreOp::kSet && op != StoreOp::kGet && op != StoreOp::kAdd) {
-    return makeStatus(StatusCode::kProtocolError, "request op {}, expected 1 (set), 2 (get) or 3 (add)",
-                      h.op);
+    return makeStatus(StatusCode::kProtocolError, "request op {}, expected 1 (set), 2 (get) or 3 (add)", h.op);
   }
   if (h.key_bytes > kMaxKeyBytes) {
-    return makeStatus(StatusCode::kProtocolError, "{} request key length {} exceeds limit {}",
-                      storeOpName(op), h.key_bytes, kMaxKeyBytes);
+    return makeStatus(StatusCode::kProtocolError, "{} request key length {} exceeds limit {}", storeOpName(op),
+                      h.key_bytes, kMaxKeyBytes);
   }
   // Each op has exactly one legal body size except set, which is bounded.
   const size_t expected = op == StoreOp::kAdd ? kCounterBytes : 0;
   if (op == StoreOp::kSet) {
     if (h.value_bytes > kMaxValueBytes) {
-      return makeStatus(StatusCode::kProtocolError, "set request value length {} exceeds limit {}",
-                        h.value_bytes, kMaxValueBytes);
+      return makeStatus(StatusCode::kProtocolError, "set request value length {} exceeds limit {}", h.value_bytes,
+                        kMaxValueBytes);
     }
   } else if (h.value_bytes != expected) {
-    return makeStatus(StatusCode::kProtocolError, "{} request value length {}, expected {}",
-                      storeOpName(op), h.value_bytes, expected);
+    return makeStatus(StatusCode::kProtocolError, "{} request value length {}, expected {}", storeOpName(op),
+                      h.value_bytes, expected);
   }
   return Status::ok();
 }
@@ -94,8 +91,7 @@ Status validateResponseHeader(const ResponseHeader& h) {
   }
   const size_t limit = h.code == 0 ? kMaxValueBytes : kMaxErrorMessageBytes;
   if (h.value_bytes > limit) {
-    return makeStatus(StatusCode::kProtocolError, "response value length {} exceeds limit {}",
-                      h.value_bytes, limit);
+    return makeStatus(StatusCode::kProtocolError, "response value length {} exceeds limit {}", h.value_bytes, limit);
   }
   return Status::ok();
 }

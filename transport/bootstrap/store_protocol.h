@@ -42,7 +42,7 @@ struct ResponseHeader {
   uint32_t value_bytes = 0;
 };
 
-RequestHeader decodeRequestHeader(const uint8_t* bytes);  // kRequestHeaderBytes of them
+RequestHeader decodeRequestHeader(const uint8_t* bytes);    // kRequestHeaderBytes of them
 ResponseHeader decodeResponseHeader(const uint8_t* bytes);  // kResponseHeaderBytes of them
 
 // kProtocolError naming the bad field, its value and what was expected.

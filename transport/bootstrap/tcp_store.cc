@@ -51,8 +51,8 @@ Status TcpStore::set(const std::string& key, const std::vector<uint8_t>& value) 
 Result<std::vector<uint8_t>> TcpStore::get(const std::string& key, Deadline deadline) {
   Result<std::vector<uint8_t>> reply = roundTrip(StoreOp::kGet, key, {}, deadline);
   if (!reply && reply.status().code() == StatusCode::kTimeout) {
-    return makeStatus(StatusCode::kTimeout, "key {} was not set at TCP store {} before the deadline",
-                      describeKey(key), address_);
+    return makeStatus(StatusCode::kTimeout, "key {} was not set at TCP store {} before the deadline", describeKey(key),
+                      address_);
   }
   return reply;
 }
@@ -69,8 +69,8 @@ Result<int64_t> TcpStore::add(const std::string& key, int64_t delta) {
   return decodeInt64(reply->data());
 }
 
-Result<std::vector<uint8_t>> TcpStore::roundTrip(StoreOp op, const std::string& key,
-                                                 const std::vector<uint8_t>& value, Deadline deadline) {
+Result<std::vector<uint8_t>> TcpStore::roundTrip(StoreOp op, const std::string& key, const std::vector<uint8_t>& value,
+                                                 Deadline deadline) {
   POSEIDON_RETURN_IF_ERROR(checkKeyValue(key, value.size()));
   const std::string what = fmt::format("{} {} at TCP store {}", storeOpName(op), describeKey(key), address_);
   Result<Fd> fd = borrowConnection(deadline);

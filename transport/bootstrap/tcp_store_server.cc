@@ -14,9 +14,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/deadline.h"
 #include "transport/bootstrap/store.h"
 #include "transport/bootstrap/store_protocol.h"
-#include "common/deadline.h"
 #include "transport/common/socket.h"
 
 namespace poseidon::transport::bootstrap {
@@ -69,8 +69,7 @@ struct Client {
 
 class TcpStoreServer::Loop {
  public:
-  Loop(Fd listen_fd, Fd epoll_fd, Fd wake_fd, std::string address,
-       TcpStoreServerOptions options)
+  Loop(Fd listen_fd, Fd epoll_fd, Fd wake_fd, std::string address, TcpStoreServerOptions options)
       : listen_fd_(std::move(listen_fd)),
         epoll_fd_(std::move(epoll_fd)),
         wake_fd_(std::move(wake_fd)),
@@ -172,8 +171,7 @@ void TcpStoreServer::Loop::acceptAll() {
   while (true) {
     sockaddr_storage addr{};
     socklen_t len = sizeof(addr);
-    const int fd = ::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len,
-                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const int fd = ::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
@@ -185,8 +183,8 @@ void TcpStoreServer::Loop::acceptAll() {
     Fd owned(fd);
     std::string peer = formatSockaddr(reinterpret_cast<sockaddr*>(&addr), len);
     if (clients_.size() >= options_.max_clients) {
-      spdlog::warn("TCP store {}: refusing connection from {}: {} clients connected, limit {}", address_,
-                   peer, clients_.size(), options_.max_clients);
+      spdlog::warn("TCP store {}: refusing connection from {}: {} clients connected, limit {}", address_, peer,
+                   clients_.size(), options_.max_clients);
       continue;
     }
     const int one = 1;
@@ -292,9 +290,8 @@ void TcpStoreServer::Loop::onHeader(Client& c) {
   if (static_cast<StoreOp>(c.header.op) == StoreOp::kSet) {
     const size_t would_hold = total_bytes_ + reserved_bytes_ + body_bytes;
     if (would_hold > options_.max_total_bytes) {
-      reject(c, makeStatus(StatusCode::kInvalidArgument,
-                           "set of {} bytes would bring the store to {} bytes, limit {}", body_bytes,
-                           would_hold, options_.max_total_bytes));
+      reject(c, makeStatus(StatusCode::kInvalidArgument, "set of {} bytes would bring the store to {} bytes, limit {}",
+                           body_bytes, would_hold, options_.max_total_bytes));
       return;
     }
     c.reserved = body_bytes;
@@ -486,8 +483,7 @@ Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::start(const std::string&
       return errnoStatus(StatusCode::kIoError, "epoll_ctl(ADD) for TCP store");
     }
   }
-  auto loop = std::make_unique<Loop>(std::move(*listen_fd), std::move(epoll_fd), std::move(wake_fd), address,
-                                     options);
+  auto loop = std::make_unique<Loop>(std::move(*listen_fd), std::move(epoll_fd), std::move(wake_fd), address, options);
   spdlog::info("TCP store serving on {}", address);
   return std::unique_ptr<TcpStoreServer>(new TcpStoreServer(std::move(loop), bound_port, std::move(address)));
 }

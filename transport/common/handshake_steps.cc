@@ -58,10 +58,10 @@ Result<ServerHelloStep> answerClientHello(const uint8_t* hello_bytes, const std:
   } else if (reply.verdict == Verdict::kVersionMismatch) {
     step.refusal = versionRefusal(peer, hello->version, wire::kProtocolVersion);
   } else {
-    step.refusal = makeStatus(StatusCode::kAuthError,
-                              "refused {}: {} (context id 0x{:016x}, rank {} -> {}, stream {} of {})", peer,
-                              wire::verdictName(reply.verdict), hello->context_id, hello->src_rank, hello->dst_rank,
-                              hello->stream, hello->num_streams);
+    step.refusal =
+        makeStatus(StatusCode::kAuthError, "refused {}: {} (context id 0x{:016x}, rank {} -> {}, stream {} of {})",
+                   peer, wire::verdictName(reply.verdict), hello->context_id, hello->src_rank, hello->dst_rank,
+                   hello->stream, hello->num_streams);
   }
   step.reply = wire::encodeServerHello(reply);
   return step;

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "transport/context.h"
 #include "common/deadline.h"
 #include "common/status.h"
+#include "transport/context.h"
 
 namespace poseidon::transport {
 
@@ -34,8 +34,9 @@ Status connectToLowerRanks(bootstrap::Store& store, const Context& context, cons
 template <typename PairType>
 PairType& pairOfPeer(const std::vector<std::unique_ptr<PairType>>& pairs, const Context& context, int peer) {
   if (peer < 0 || peer >= context.size() || peer == context.rank() || !pairs[static_cast<size_t>(peer)]) {
-    throw StatusError(makeStatus(StatusCode::kInvalidArgument, "pair({}): expected a peer rank in [0, {}) other than {}",
-                                 peer, context.size(), context.rank()));
+    throw StatusError(makeStatus(StatusCode::kInvalidArgument,
+                                 "pair({}): expected a peer rank in [0, {}) other than {}", peer, context.size(),
+                                 context.rank()));
   }
   return *pairs[static_cast<size_t>(peer)];
 }

@@ -27,8 +27,8 @@ class PairArgumentChecks {
   // Each returns OK or kInvalidArgument prefixed by request.what().
   Status send(const Request& request, std::span<const Slice> slices) const;
   Status recv(const Request& request, const MemoryRegion& region, uint64_t offset, uint64_t length) const;
-  Status write(const Request& request, const MemoryRegion& local, uint64_t local_offset,
-               const RemoteDescriptor& remote, uint64_t remote_offset, uint64_t length) const;
+  Status write(const Request& request, const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
+               uint64_t remote_offset, uint64_t length) const;
 
  private:
   bool usable(const MemoryRegion& region, uint64_t offset, uint64_t length) const;

@@ -97,7 +97,7 @@ class PairBase : public Pair {
   mutable std::mutex mutex_;
   // Set during set-up, before calls from other threads name the peer.
   std::string peer_address_;
-  Status failure_;   // under mutex_; OK until the pair fails
+  Status failure_;        // under mutex_; OK until the pair fails
   ImmQueue imms_{*this};  // under mutex_
 
  private:

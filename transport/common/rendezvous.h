@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "transport/common/completion.h"
-#include "transport/pair.h"
 #include "transport/common/slices.h"
+#include "transport/pair.h"
 
 namespace poseidon::transport {
 
@@ -59,8 +59,8 @@ struct RoomNames {
 
 // The sender's status for a message larger than the room `receiver` posted: never truncated.
 inline Status sendExceedsRoom(const Request& send, uint64_t bytes, uint64_t room, const std::string& receiver) {
-  return makeStatus(StatusCode::kInvalidArgument, "{}: message of {} bytes exceeds the {} bytes {} posted",
-                    send.what(), bytes, room, receiver);
+  return makeStatus(StatusCode::kInvalidArgument, "{}: message of {} bytes exceeds the {} bytes {} posted", send.what(),
+                    bytes, room, receiver);
 }
 
 // The receiver's status when `sender` reported that its message did not fit the posted room.

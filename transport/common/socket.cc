@@ -118,18 +118,17 @@ Fd socketFor(const SocketAddress& address, const std::string& target, std::vecto
 
 bool isTransientConnectError(int err) {
   switch (err) {
-    case ECONNREFUSED:   // nobody listens yet
-    case ECONNRESET:     // the listener went away mid-handshake
+    case ECONNREFUSED:  // nobody listens yet
+    case ECONNRESET:    // the listener went away mid-handshake
     case ECONNABORTED:
-    case ETIMEDOUT:      // SYNs unanswered: the host is still coming up
-    case ENETUNREACH:    // routes or interfaces not up yet
+    case ETIMEDOUT:    // SYNs unanswered: the host is still coming up
+    case ENETUNREACH:  // routes or interfaces not up yet
     case EHOSTUNREACH:
     case ENETDOWN:
     case EHOSTDOWN:
     case EADDRNOTAVAIL:  // local ephemeral ports exhausted for now
       return true;
-    default:
-      return false;
+    default: return false;
   }
 }
 

@@ -21,10 +21,8 @@ bool cudaCannotRunHere(cudaError_t error) {
     case cudaErrorCompatNotSupportedOnDevice:
     case cudaErrorSystemNotReady:
     case cudaErrorDevicesUnavailable:
-    case cudaErrorInitializationError:
-      return true;
-    default:
-      return false;
+    case cudaErrorInitializationError: return true;
+    default: return false;
   }
 }
 
@@ -112,8 +110,8 @@ class CudaDeviceMemory final : public DeviceMemory {
     const uint64_t base = address & ~(page - 1);
     const uint64_t end = (address + length + page - 1) & ~(page - 1);
     int fd = -1;
-    const CUresult result = get_handle_->call(&fd, static_cast<CUdeviceptr>(base), end - base,
-                                           CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    const CUresult result =
+        get_handle_->call(&fd, static_cast<CUdeviceptr>(base), end - base, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
     if (result != CUDA_SUCCESS) {
       return makeStatus(StatusCode::kUnavailable,
                         "cuMemGetHandleForAddressRange(DMA_BUF_FD) of {} ({} bytes, pages [0x{:x}, 0x{:x})) failed "

@@ -14,8 +14,7 @@ TcpContext::TcpContext(std::shared_ptr<TcpDevice> device, int rank, int size, co
   pairs_.resize(static_cast<size_t>(size));
   for (int peer = 0; peer < size; ++peer) {
     if (peer != rank) {
-      pairs_[static_cast<size_t>(peer)] =
-          std::make_unique<TcpPair>(*this, peer, device_->options(), device_->engine());
+      pairs_[static_cast<size_t>(peer)] = std::make_unique<TcpPair>(*this, peer, device_->options(), device_->engine());
     }
   }
 }
@@ -63,9 +62,9 @@ Status TcpContext::connectTo(int peer, const std::string& address_text, Deadline
     auto fd = connectWithRetry(host_port->first, host_port->second, deadline);
     if (!fd) return fd.status().withContext(fmt::format("rank {}", peer));
     POSEIDON_RETURN_IF_ERROR(configureDataSocket(fd->get(), options.socket_buffer_bytes));
-    const wire::ClientHello hello = newClientHello(id_, static_cast<uint32_t>(rank()), static_cast<uint32_t>(peer),
-                                                   static_cast<uint32_t>(stream),
-                                                   static_cast<uint32_t>(options.streams));
+    const wire::ClientHello hello =
+        newClientHello(id_, static_cast<uint32_t>(rank()), static_cast<uint32_t>(peer), static_cast<uint32_t>(stream),
+                       static_cast<uint32_t>(options.streams));
     const std::string peer_name = fmt::format("rank {} ({})", peer, address_text);
     const Deadline handshake_deadline(std::min(deadline.at(), Deadline::after(options.handshake_timeout).at()));
     POSEIDON_RETURN_IF_ERROR(clientHandshake(fd->get(), options.secret, hello, handshake_deadline, peer_name));
@@ -80,8 +79,8 @@ Status TcpContext::waitForInbound(Deadline deadline) {
     std::vector<std::string> out;
     for (int peer = rank() + 1; peer < size(); ++peer) {
       const auto streams = pairs_[static_cast<size_t>(peer)]->missingStreams();
-      if (!streams.empty()) out.push_back(fmt::format("rank {} ({} of {} streams)", peer, streams.size(),
-                                                      device_->options().streams));
+      if (!streams.empty())
+        out.push_back(fmt::format("rank {} ({} of {} streams)", peer, streams.size(), device_->options().streams));
     }
     return out;
   };
@@ -94,16 +93,16 @@ Status TcpContext::waitForInbound(Deadline deadline) {
     if (deadline.isNever()) {
       inbound_cv_.wait(lock);
     } else if (inbound_cv_.wait_until(lock, deadline.at()) == std::cv_status::timeout && !missing().empty()) {
-      return makeStatus(StatusCode::kTimeout, "context '{}' rank {}: timed out waiting for connections from {}",
-                        name(), rank(), fmt::join(missing(), ", "));
+      return makeStatus(StatusCode::kTimeout, "context '{}' rank {}: timed out waiting for connections from {}", name(),
+                        rank(), fmt::join(missing(), ", "));
     }
   }
 }
 
 Status TcpContext::connect(bootstrap::Store& store, Deadline deadline) {
-  POSEIDON_RETURN_IF_ERROR(connectToLowerRanks(
-      store, *this, "address", device_->listenAddress(), deadline,
-      [&](int peer, const std::string& address) { return connectTo(peer, address, deadline); }));
+  POSEIDON_RETURN_IF_ERROR(
+      connectToLowerRanks(store, *this, "address", device_->listenAddress(), deadline,
+                          [&](int peer, const std::string& address) { return connectTo(peer, address, deadline); }));
   POSEIDON_RETURN_IF_ERROR(waitForInbound(deadline));
   for (auto& pair : pairs_) {
     if (pair) POSEIDON_RETURN_IF_ERROR(pair->activate());

@@ -90,8 +90,8 @@ Result<std::shared_ptr<Context>> TcpDevice::createContext(int rank, int size, co
 Status TcpDevice::registerContext(TcpContext* context) {
   std::lock_guard<std::mutex> lock(contexts_mutex_);
   if (!contexts_.emplace(context->id(), context).second) {
-    return makeStatus(StatusCode::kInvalidArgument, "a context named '{}' already exists on device {}",
-                      context->name(), listenAddress());
+    return makeStatus(StatusCode::kInvalidArgument, "a context named '{}' already exists on device {}", context->name(),
+                      listenAddress());
   }
   return Status::ok();
 }
@@ -159,7 +159,8 @@ void TcpDevice::handleIncoming(Fd socket, Handshake* handshake) {
                                                      static_cast<int>(hello.num_streams));
     return expected ? wire::Verdict::kAccepted : wire::Verdict::kUnknownPeer;
   };
-  auto hello = serverHandshake(fd.get(), options_.secret, Deadline::after(options_.handshake_timeout), peer_text, admit);
+  auto hello =
+      serverHandshake(fd.get(), options_.secret, Deadline::after(options_.handshake_timeout), peer_text, admit);
   if (!hello) {
     spdlog::warn("transport: {}", hello.status().toString());
     return;

@@ -9,8 +9,8 @@
 #include <mutex>
 #include <thread>
 
-#include "transport/device.h"
 #include "transport/common/socket.h"
+#include "transport/device.h"
 #include "transport/tcp/progress_engine.h"
 
 namespace poseidon::transport::tcp {

@@ -13,8 +13,8 @@ Status clientHandshake(int fd, const std::string& secret, const wire::ClientHell
   POSEIDON_RETURN_IF_ERROR(sendAll(fd, hello_bytes.data(), hello_bytes.size(), deadline, peer));
 
   uint8_t reply_bytes[wire::kServerHelloSize];
-  POSEIDON_RETURN_IF_ERROR(recvAll(fd, reply_bytes, sizeof(reply_bytes), deadline, peer)
-                               .withContext("handshake with " + peer));
+  POSEIDON_RETURN_IF_ERROR(
+      recvAll(fd, reply_bytes, sizeof(reply_bytes), deadline, peer).withContext("handshake with " + peer));
   auto proof = answerServerHello(reply_bytes, hello, hello_bytes.data(), secret, peer);
   if (!proof) return proof.status();
   Status sent = sendAll(fd, proof->proof.data(), proof->proof.size(), deadline, peer);
@@ -22,24 +22,24 @@ Status clientHandshake(int fd, const std::string& secret, const wire::ClientHell
   POSEIDON_RETURN_IF_ERROR(sent);
 
   uint8_t verdict_bytes[wire::kServerVerdictSize];
-  POSEIDON_RETURN_IF_ERROR(recvAll(fd, verdict_bytes, sizeof(verdict_bytes), deadline, peer)
-                               .withContext("handshake with " + peer));
+  POSEIDON_RETURN_IF_ERROR(
+      recvAll(fd, verdict_bytes, sizeof(verdict_bytes), deadline, peer).withContext("handshake with " + peer));
   return checkServerVerdict(verdict_bytes, peer);
 }
 
-Result<wire::ClientHello> serverHandshake(int fd, const std::string& secret, Deadline deadline,
-                                          const std::string& peer, const AdmitHello& admit) {
+Result<wire::ClientHello> serverHandshake(int fd, const std::string& secret, Deadline deadline, const std::string& peer,
+                                          const AdmitHello& admit) {
   uint8_t hello_bytes[wire::kClientHelloSize];
-  POSEIDON_RETURN_IF_ERROR(recvAll(fd, hello_bytes, sizeof(hello_bytes), deadline, peer)
-                               .withContext("handshake with " + peer));
+  POSEIDON_RETURN_IF_ERROR(
+      recvAll(fd, hello_bytes, sizeof(hello_bytes), deadline, peer).withContext("handshake with " + peer));
   auto answered = answerClientHello(hello_bytes, secret, admit, peer);
   if (!answered) return answered.status();
   POSEIDON_RETURN_IF_ERROR(sendAll(fd, answered->reply.data(), answered->reply.size(), deadline, peer));
   POSEIDON_RETURN_IF_ERROR(answered->refusal);
 
   uint8_t proof_bytes[wire::kClientProofSize];
-  POSEIDON_RETURN_IF_ERROR(recvAll(fd, proof_bytes, sizeof(proof_bytes), deadline, peer)
-                               .withContext("handshake with " + peer));
+  POSEIDON_RETURN_IF_ERROR(
+      recvAll(fd, proof_bytes, sizeof(proof_bytes), deadline, peer).withContext("handshake with " + peer));
   auto judged = judgeClientProof(proof_bytes, *answered, secret, peer);
   if (!judged) return judged.status();
   Status sent = sendAll(fd, judged->verdict.data(), judged->verdict.size(), deadline, peer);

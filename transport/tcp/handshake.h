@@ -18,7 +18,7 @@ Status clientHandshake(int fd, const std::string& secret, const wire::ClientHell
 
 // Accepting side. `admit` decides whether the hello names a context, rank and stream we expect.
 // Returns the hello of an accepted peer; refused peers are told why and the status says it too.
-Result<wire::ClientHello> serverHandshake(int fd, const std::string& secret, Deadline deadline,
-                                          const std::string& peer, const AdmitHello& admit);
+Result<wire::ClientHello> serverHandshake(int fd, const std::string& secret, Deadline deadline, const std::string& peer,
+                                          const AdmitHello& admit);
 
 }  // namespace poseidon::transport::tcp

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "transport/device_memory.h"
 #include "transport/common/region_registry.h"
+#include "transport/device_memory.h"
 
 namespace poseidon::transport::tcp {
 
@@ -15,8 +15,8 @@ class TcpMemoryRegion final : public MemoryRegion {
  public:
   // Host memory is used as it is; device memory gets a host staging copy.
   static Result<std::unique_ptr<TcpMemoryRegion>> create(void* data, size_t size,
-                                                          const std::shared_ptr<DeviceMemory>& runtime,
-                                                          std::shared_ptr<RegionRegistry> registry);
+                                                         const std::shared_ptr<DeviceMemory>& runtime,
+                                                         std::shared_ptr<RegionRegistry> registry);
   ~TcpMemoryRegion() override;
   RemoteDescriptor remote() const override;
   uint32_t key() const { return key_; }

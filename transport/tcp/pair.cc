@@ -160,8 +160,8 @@ RequestPtr TcpPair::recv(uint32_t tag, MemoryRegion& region, uint64_t offset, ui
 
 RequestPtr TcpPair::write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
                           uint64_t remote_offset, uint64_t length, uint32_t imm) {
-  auto request = std::make_shared<Request>(fmt::format("write of {} bytes to region {} of {}", length, remote.key,
-                                                       peerName()));
+  auto request =
+      std::make_shared<Request>(fmt::format("write of {} bytes to region {} of {}", length, remote.key, peerName()));
   Status invalid = checks_.write(*request, local, local_offset, remote, remote_offset, length);
   if (invalid.isOk()) invalid = local.stageOut(local_offset, length).withContext(request->what());
   return submit(request, invalid, [&](Completions& done) {
@@ -183,8 +183,7 @@ Result<uint8_t*> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
   std::lock_guard<std::mutex> lock(mutex_);
   switch (h.type) {
     case wire::FrameType::kCredit:
-    case wire::FrameType::kSendError:
-      return static_cast<uint8_t*>(nullptr);
+    case wire::FrameType::kSendError: return static_cast<uint8_t*>(nullptr);
     case wire::FrameType::kData: {
       PostedRecv* found = rendezvous_.findPosted(h.tag, h.seq);
       if (found == nullptr) {
@@ -214,8 +213,8 @@ Result<uint8_t*> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
       }
       if (!region->contains(h.offset, h.length)) {
         return makeStatus(StatusCode::kProtocolError,
-                          "{} wrote {} bytes at offset {} of region key {}, outside its {} bytes", peerName(),
-                          h.length, h.offset, h.tag, region->size());
+                          "{} wrote {} bytes at offset {} of region key {}, outside its {} bytes", peerName(), h.length,
+                          h.offset, h.tag, region->size());
       }
       if (h.seq < next_notify_seq_ || h.seq >= next_notify_seq_ + kMaxWritesInFlight) {
         return makeStatus(StatusCode::kProtocolError, "{} sent write number {}, expected one in [{}, {})", peerName(),

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "transport/device.h"
 #include "transport/common/pair_argument_checks.h"
 #include "transport/common/pair_base.h"
 #include "transport/common/rendezvous.h"
+#include "transport/device.h"
 #include "transport/tcp/stream.h"
 
 namespace poseidon::transport::tcp {

@@ -20,7 +20,11 @@ constexpr size_t kReadBudget = 8u << 20;
 }  // namespace
 
 Stream::Stream(TcpPair& pair, int index, Fd fd, std::string peer_address, const wire::DecodeLimits& limits)
-    : pair_(pair), index_(index), fd_(std::move(fd)), peer_address_(std::move(peer_address)), limits_(limits),
+    : pair_(pair),
+      index_(index),
+      fd_(std::move(fd)),
+      peer_address_(std::move(peer_address)),
+      limits_(limits),
       inbox_(kInboxBytes) {}
 
 void Stream::shutdownSocket() {
@@ -129,8 +133,8 @@ bool Stream::fillInbox(size_t want, size_t& budget) {
     return true;
   }
   if (n == 0) {
-    failStream(makeStatus(StatusCode::kConnectionError, "{} closed the connection (stream {})", pair_.peerName(),
-                          index_));
+    failStream(
+        makeStatus(StatusCode::kConnectionError, "{} closed the connection (stream {})", pair_.peerName(), index_));
     return false;
   }
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
@@ -189,8 +193,8 @@ void Stream::onReadable() {
       } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
         return;
       } else {
-        failStream(makeStatus(StatusCode::kConnectionError, "receive from {} failed (stream {}): {}",
-                              pair_.peerName(), index_, std::strerror(errno)));
+        failStream(makeStatus(StatusCode::kConnectionError, "receive from {} failed (stream {}): {}", pair_.peerName(),
+                              index_, std::strerror(errno)));
         return;
       }
       if (payload_done_ < header_.length) continue;
@@ -200,8 +204,8 @@ void Stream::onReadable() {
       if (crc != header_.payload_crc) {
         failStream(makeStatus(StatusCode::kProtocolError,
                               "payload CRC 0x{:08x} of a {}-byte {} frame from {} does not match computed 0x{:08x}",
-                              header_.payload_crc, header_.length, wire::frameTypeName(header_.type),
-                              pair_.peerName(), crc));
+                              header_.payload_crc, header_.length, wire::frameTypeName(header_.type), pair_.peerName(),
+                              crc));
         return;
       }
     }

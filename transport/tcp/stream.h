@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "transport/common/completion.h"
-#include "transport/request.h"
 #include "transport/common/socket.h"
+#include "transport/request.h"
 #include "transport/tcp/progress_engine.h"
 #include "transport/wire/frame.h"
 

@@ -58,7 +58,9 @@ class ConnectChannel {
 }  // namespace
 
 VerbsContext::VerbsContext(std::shared_ptr<VerbsDevice> device, int rank, int size, const std::string& name)
-    : Context(rank, size, name), device_(std::move(device)), id_(wire::contextId(name)),
+    : Context(rank, size, name),
+      device_(std::move(device)),
+      id_(wire::contextId(name)),
       accepted_(static_cast<size_t>(size), false) {
   pairs_.resize(static_cast<size_t>(size));
   for (int peer = 0; peer < size; ++peer) {
@@ -84,8 +86,9 @@ Result<std::unique_ptr<MemoryRegion>> VerbsContext::registerMemory(void* data, s
 Status VerbsContext::acceptPair(const ConnectRequest& request, rdma_cm_id* cm_id) {
   const int src = static_cast<int>(request.src_rank);
   if (static_cast<int>(request.dst_rank) != rank() || src <= rank() || src >= size()) {
-    return makeStatus(StatusCode::kInvalidArgument, "connect request from rank {} to rank {} in context '{}' (rank {} of {})",
-                      src, request.dst_rank, name(), rank(), size());
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "connect request from rank {} to rank {} in context '{}' (rank {} of {})", src, request.dst_rank,
+                      name(), rank(), size());
   }
   {
     std::lock_guard<std::mutex> lock(inbound_mutex_);
@@ -96,8 +99,9 @@ Status VerbsContext::acceptPair(const ConnectRequest& request, rdma_cm_id* cm_id
   }
   VerbsPair& pair = *pairs_[static_cast<size_t>(src)];
   // A peer that chose its GID must be addressed there, which rdma_cm's own QP cannot do.
-  Status st = pair.createQueuePair(cm_id, /*passive=*/true, [this] { notifyInbound(); },
-                                   /*own_qp=*/request.source_gid.has_value());
+  Status st = pair.createQueuePair(
+      cm_id, /*passive=*/true, [this] { notifyInbound(); },
+      /*own_qp=*/request.source_gid.has_value());
   rdma_conn_param param{};
   param.retry_count = 7;
   param.rnr_retry_count = 7;
@@ -178,7 +182,8 @@ Status VerbsContext::connectTo(int peer, const std::string& address_text, Deadli
     param.qp_num = pair.qpNum();
     param.srq = 0;
   }
-  if (rdma_connect(cm_id, &param) != 0) return errnoStatus(StatusCode::kConnectionError, "rdma_connect to " + peer_name);
+  if (rdma_connect(cm_id, &param) != 0)
+    return errnoStatus(StatusCode::kConnectionError, "rdma_connect to " + peer_name);
   if (pair.ownsQueuePair()) {
     // rdma_cm hands us the peer's answer instead of moving a QP it does not know: move ours to
     // RTS, then tell the peer we are established.
@@ -207,7 +212,8 @@ Status VerbsContext::waitForInbound(Deadline deadline) {
     for (int peer = rank() + 1; peer < size(); ++peer) {
       VerbsPair& p = *pairs_[static_cast<size_t>(peer)];
       if (!p.ready()) {
-        out.push_back(p.failed() ? fmt::format("rank {} ({})", peer, p.status().message()) : fmt::format("rank {}", peer));
+        out.push_back(p.failed() ? fmt::format("rank {} ({})", peer, p.status().message())
+                                 : fmt::format("rank {}", peer));
       }
     }
     return out;
@@ -218,16 +224,16 @@ Status VerbsContext::waitForInbound(Deadline deadline) {
     if (inbound_cv_.wait_until(lock, std::min(deadline.at(), Clock::now() + std::chrono::milliseconds(50))) ==
             std::cv_status::timeout &&
         deadline.expired()) {
-      return makeStatus(StatusCode::kTimeout, "context '{}' rank {}: timed out waiting for connections from {}",
-                        name(), rank(), fmt::join(missing(), ", "));
+      return makeStatus(StatusCode::kTimeout, "context '{}' rank {}: timed out waiting for connections from {}", name(),
+                        rank(), fmt::join(missing(), ", "));
     }
   }
 }
 
 Status VerbsContext::connect(bootstrap::Store& store, Deadline deadline) {
-  POSEIDON_RETURN_IF_ERROR(connectToLowerRanks(
-      store, *this, "verbs-address", device_->listenAddress(), deadline,
-      [&](int peer, const std::string& address) { return connectTo(peer, address, deadline); }));
+  POSEIDON_RETURN_IF_ERROR(
+      connectToLowerRanks(store, *this, "verbs-address", device_->listenAddress(), deadline,
+                          [&](int peer, const std::string& address) { return connectTo(peer, address, deadline); }));
   return waitForInbound(deadline);
 }
 

@@ -41,8 +41,8 @@ Result<ControlMessage> decodeControl(const uint8_t* in, size_t length, const std
   }
   const uint32_t magic = loadLe32(in);
   if (magic != kControlMagic) {
-    return makeStatus(StatusCode::kProtocolError, "control message magic 0x{:08x} from {} is not 0x{:08x}", magic,
-                      peer, kControlMagic);
+    return makeStatus(StatusCode::kProtocolError, "control message magic 0x{:08x} from {} is not 0x{:08x}", magic, peer,
+                      kControlMagic);
   }
   ControlMessage m;
   const uint8_t type = in[4];
@@ -66,8 +66,8 @@ Result<ControlMessage> decodeControl(const uint8_t* in, size_t length, const std
   const uint32_t crc = loadLe32(in + 48);
   const uint32_t computed = controlCrc(in, m.payload_length);
   if (crc != computed) {
-    return makeStatus(StatusCode::kProtocolError, "control message CRC 0x{:08x} from {} does not match computed 0x{:08x}",
-                      crc, peer, computed);
+    return makeStatus(StatusCode::kProtocolError,
+                      "control message CRC 0x{:08x} from {} does not match computed 0x{:08x}", crc, peer, computed);
   }
   m.ring_credits = loadLe32(in + 8);
   m.tag = loadLe32(in + 12);

@@ -79,17 +79,17 @@ Result<std::shared_ptr<VerbsDevice>> VerbsDevice::create(const DeviceOptions& op
   const int cq_entries = std::min(attr.max_cqe, kMaxCqEntries);
   d->max_pairs_ = static_cast<uint32_t>(cq_entries) / (kMaxSendWr + kRingSlots);
   d->cq_ = ibv_create_cq(d->verbs_, cq_entries, nullptr, d->completion_channel_, 0);
-  if (d->cq_ == nullptr) return errnoStatus(StatusCode::kIoError, fmt::format("ibv_create_cq of {} entries", cq_entries));
+  if (d->cq_ == nullptr)
+    return errnoStatus(StatusCode::kIoError, fmt::format("ibv_create_cq of {} entries", cq_entries));
   d->max_sge_ = static_cast<uint32_t>(std::min(attr.max_sge, 16));
   ibv_port_attr port{};
   if (ibv_query_port(d->verbs_, d->listener_->port_num, &port) != 0) {
     return errnoStatus(StatusCode::kIoError, "ibv_query_port");
   }
-  d->description_ = fmt::format("{} port {} (active MTU {}, {}{})", ibv_get_device_name(d->verbs_->device),
-                                d->listener_->port_num, mtuName(port.active_mtu),
-                                port.state == IBV_PORT_ACTIVE ? "active" : "NOT active",
-                                options.gid_index >= 0 ? fmt::format(", GID index {} by gid_index", options.gid_index)
-                                                       : "");
+  d->description_ =
+      fmt::format("{} port {} (active MTU {}, {}{})", ibv_get_device_name(d->verbs_->device), d->listener_->port_num,
+                  mtuName(port.active_mtu), port.state == IBV_PORT_ACTIVE ? "active" : "NOT active",
+                  options.gid_index >= 0 ? fmt::format(", GID index {} by gid_index", options.gid_index) : "");
   if (port.state != IBV_PORT_ACTIVE) {
     return makeStatus(StatusCode::kUnavailable, "RDMA port {} is not active", d->description_);
   }
@@ -109,7 +109,8 @@ Result<std::shared_ptr<VerbsDevice>> VerbsDevice::create(const DeviceOptions& op
 VerbsDevice::~VerbsDevice() {
   stop_.store(true);
   uint64_t one = 1;
-  if (wake_.valid()) [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof(one));
+  if (wake_.valid()) [[maybe_unused]]
+    ssize_t n = ::write(wake_.get(), &one, sizeof(one));
   if (engine_.joinable()) engine_.join();
   if (cq_) ibv_destroy_cq(cq_);
   if (completion_channel_) ibv_destroy_comp_channel(completion_channel_);
@@ -130,8 +131,8 @@ Result<std::shared_ptr<Context>> VerbsDevice::createContext(int rank, int size, 
 Status VerbsDevice::registerContext(VerbsContext* context) {
   std::lock_guard<std::mutex> lock(contexts_mutex_);
   if (!contexts_.emplace(context->id(), context).second) {
-    return makeStatus(StatusCode::kInvalidArgument, "a context named '{}' already exists on device {}",
-                      context->name(), listen_address_);
+    return makeStatus(StatusCode::kInvalidArgument, "a context named '{}' already exists on device {}", context->name(),
+                      listen_address_);
   }
   return Status::ok();
 }
@@ -245,11 +246,10 @@ void VerbsDevice::onConnectionEvent(rdma_cm_event* event) {
     case RDMA_CM_EVENT_CONNECT_ERROR:
     case RDMA_CM_EVENT_UNREACHABLE:
     case RDMA_CM_EVENT_REJECTED:  // after accepting: the connecting side could not set its QP up
-      pair->fail(makeStatus(StatusCode::kConnectionError, "{}: {} (status {})", pair->peerName(),
-                            rdma_event_str(type), status));
+      pair->fail(makeStatus(StatusCode::kConnectionError, "{}: {} (status {})", pair->peerName(), rdma_event_str(type),
+                            status));
       break;
-    default:
-      break;
+    default: break;
   }
 }
 

@@ -16,9 +16,9 @@
 #include <thread>
 #include <unordered_map>
 
-#include "transport/device.h"
 #include "transport/common/region_registry.h"
 #include "transport/common/socket.h"
+#include "transport/device.h"
 
 namespace poseidon::transport::verbs {
 
@@ -84,8 +84,8 @@ class VerbsDevice final : public Device, public std::enable_shared_from_this<Ver
   std::mutex contexts_mutex_;  // held while a connect request is routed to its context
   std::map<uint64_t, VerbsContext*> contexts_;
   std::mutex pairs_mutex_;
-  std::unordered_map<uint32_t, VerbsPair*> pairs_;             // completions arrive by QP number
-  std::unordered_map<rdma_cm_id*, VerbsPair*> pairs_by_id_;    // connection events by rdma_cm id
+  std::unordered_map<uint32_t, VerbsPair*> pairs_;           // completions arrive by QP number
+  std::unordered_map<rdma_cm_id*, VerbsPair*> pairs_by_id_;  // connection events by rdma_cm id
 };
 
 Result<std::shared_ptr<Device>> createVerbsDevice(const DeviceOptions& options);

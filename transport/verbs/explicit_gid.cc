@@ -97,8 +97,7 @@ Status checkGidIndex(ibv_context* verbs, uint8_t port, int index, const sockaddr
   if (index < 0 || index >= usable) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "GID index {} is outside the GID table of {} port {} ({} entries{}): expected 0..{}", index,
-                      device, port, attr.gid_tbl_len, usable < attr.gid_tbl_len ? ", 256 addressable" : "",
-                      usable - 1);
+                      device, port, attr.gid_tbl_len, usable < attr.gid_tbl_len ? ", 256 addressable" : "", usable - 1);
   }
   ibv_gid_entry entry{};
   const int rc = ibv_query_gid_ex(verbs, port, static_cast<uint32_t>(index), &entry, 0);
@@ -121,8 +120,8 @@ Status checkGidIndex(ibv_context* verbs, uint8_t port, int index, const sockaddr
     return makeStatus(StatusCode::kInvalidArgument,
                       "GID index {} of {} port {} is {}, an {} GID, but the address {} is {}: RoCE packets from it "
                       "cannot reach {} peers (pick the index of a GID of that address, or leave gid_index at -1)",
-                      index, device, port, gidText(entry.gid), family(gid_family), hostText(local), family(local->sa_family),
-                      family(local->sa_family));
+                      index, device, port, gidText(entry.gid), family(gid_family), hostText(local),
+                      family(local->sa_family), family(local->sa_family));
   }
   return Status::ok();
 }

@@ -38,7 +38,6 @@ Status moveToInit(rdma_cm_id* id, ibv_qp* qp, const std::string& peer);
 // ours. Returns the GID this QP sends from, for the peer. Passive side: after the connect
 // request, before rdma_accept. Active side: after RDMA_CM_EVENT_CONNECT_RESPONSE, before
 // rdma_establish.
-Result<ibv_gid> moveToRts(rdma_cm_id* id, ibv_qp* qp, int sgid_index, const ibv_gid* peer_gid,
-                          const std::string& peer);
+Result<ibv_gid> moveToRts(rdma_cm_id* id, ibv_qp* qp, int sgid_index, const ibv_gid* peer_gid, const std::string& peer);
 
 }  // namespace poseidon::transport::verbs

@@ -29,9 +29,10 @@ Result<ibv_mr*> registerDmabuf(ibv_pd* pd, void* data, size_t size, int access, 
   ibv_mr* mr = ibv_reg_dmabuf_mr(pd, dmabuf->offset, size, reinterpret_cast<uint64_t>(data), dmabuf->fd.get(), access);
   if (mr == nullptr) {
     const int err = errno;
-    return makeStatus(StatusCode::kUnavailable, "ibv_reg_dmabuf_mr of device memory {} ({} bytes) failed: {}{}", data,
-                      size, std::strerror(err),
-                      err == EOPNOTSUPP || err == EPROTONOSUPPORT ? " (this RDMA device does not import dma-bufs)" : "");
+    return makeStatus(
+        StatusCode::kUnavailable, "ibv_reg_dmabuf_mr of device memory {} ({} bytes) failed: {}{}", data, size,
+        std::strerror(err),
+        err == EOPNOTSUPP || err == EPROTONOSUPPORT ? " (this RDMA device does not import dma-bufs)" : "");
   }
   // The MR holds its own reference to the dma-buf; our descriptor closes with `dmabuf`.
   return mr;
@@ -39,8 +40,7 @@ Result<ibv_mr*> registerDmabuf(ibv_pd* pd, void* data, size_t size, int access, 
 
 }  // namespace
 
-Result<std::unique_ptr<VerbsMemoryRegion>> VerbsMemoryRegion::create(ibv_pd* pd, void* data, size_t size,
-                                                                     int access) {
+Result<std::unique_ptr<VerbsMemoryRegion>> VerbsMemoryRegion::create(ibv_pd* pd, void* data, size_t size, int access) {
   if (size == 0) return std::unique_ptr<VerbsMemoryRegion>(new VerbsMemoryRegion(data, 0, nullptr));
   auto mr = registerHostMemory(pd, data, size, access, fmt::format("{} bytes at {}", size, data));
   if (!mr) return mr.status();
@@ -64,9 +64,9 @@ Result<std::unique_ptr<VerbsMemoryRegion>> VerbsMemoryRegion::create(ibv_pd* pd,
                direct.status().message());
   auto staging = HostStaging::create(runtime, data, size);
   if (!staging) return staging.status();
-  auto mr = registerHostMemory(
-      pd, (*staging)->host(), size, access,
-      fmt::format("the host staging copy ({} bytes at {}) of device memory {}", size, fmt::ptr((*staging)->host()), data));
+  auto mr = registerHostMemory(pd, (*staging)->host(), size, access,
+                               fmt::format("the host staging copy ({} bytes at {}) of device memory {}", size,
+                                           fmt::ptr((*staging)->host()), data));
   if (!mr) return mr.status();
   return std::unique_ptr<VerbsMemoryRegion>(
       new VerbsMemoryRegion(data, size, *mr, std::move(*staging), std::move(staged_regions)));

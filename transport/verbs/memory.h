@@ -13,9 +13,9 @@
 
 #include <memory>
 
+#include "transport/common/region_registry.h"
 #include "transport/device_memory.h"
 #include "transport/memory.h"
-#include "transport/common/region_registry.h"
 
 namespace poseidon::transport::verbs {
 

@@ -24,8 +24,12 @@ uint64_t wrId(WrKind kind, uint64_t index) { return (uint64_t{kind} << kKindShif
 }  // namespace
 
 VerbsPair::VerbsPair(VerbsDevice& device, uint64_t context_id, int self_rank, int peer_rank)
-    : PairBase(peer_rank), device_(device), context_id_(context_id), self_rank_(self_rank),
-      recv_ring_(kRingSlots * kControlSize), send_ring_(kRingSlots * kControlSize) {}
+    : PairBase(peer_rank),
+      device_(device),
+      context_id_(context_id),
+      self_rank_(self_rank),
+      recv_ring_(kRingSlots * kControlSize),
+      send_ring_(kRingSlots * kControlSize) {}
 
 VerbsPair::~VerbsPair() {
   if (id_ == nullptr) return;
@@ -215,9 +219,9 @@ void VerbsPair::drainOutboxLocked(Completions& done) {
       ibv_send_wr* bad = nullptr;
       const int rc = ibv_post_send(qp_, &wr, &bad);
       if (rc != 0) {
-        failLocked(makeStatus(StatusCode::kIoError, "ibv_post_send of an RDMA write to {}: {}", peerName(),
-                              std::strerror(rc)),
-                   done);
+        failLocked(
+            makeStatus(StatusCode::kIoError, "ibv_post_send of an RDMA write to {}: {}", peerName(), std::strerror(rc)),
+            done);
         return;
       }
       ++sq_outstanding_;
@@ -287,10 +291,11 @@ RequestPtr VerbsPair::sendv(uint32_t tag, std::span<const Slice> slices) {
   Status invalid = checks_.send(*request, slices);
   if (invalid.isOk()) invalid = stageOut(*request, slices);
   return submit(request, invalid, [&](Completions& done) {
-    rendezvous_.send(tag, PendingSend::of(request, slices), [&](uint64_t seq, PendingSend send, const ClearToSend& cts) {
-      startSendLocked(tag, seq, std::move(send), cts, done);
-      drainOutboxLocked(done);
-    });
+    rendezvous_.send(tag, PendingSend::of(request, slices),
+                     [&](uint64_t seq, PendingSend send, const ClearToSend& cts) {
+                       startSendLocked(tag, seq, std::move(send), cts, done);
+                       drainOutboxLocked(done);
+                     });
   });
 }
 
@@ -461,10 +466,8 @@ Status VerbsPair::onControlLocked(const ControlMessage& m, Completions& done) {
                       peerName(), static_cast<int>(m.type));
   }
   switch (m.type) {
-    case ControlType::kRingCredit:
-      return Status::ok();
-    case ControlType::kHandshake:
-      return onHandshakeLocked(m);
+    case ControlType::kRingCredit: return Status::ok();
+    case ControlType::kHandshake: return onHandshakeLocked(m);
     case ControlType::kClearToSend:
       // The send it clears is written out by the drain that follows every work completion.
       return rendezvous_.onRoom(m.tag, m.seq, ClearToSend{m.address, m.rkey, m.total},
@@ -489,8 +492,9 @@ Status VerbsPair::onControlLocked(const ControlMessage& m, Completions& done) {
       }
       // A failed copy to the device leaves the message undeliverable: the pair fails with it,
       // and so does this receive, which the pair no longer holds.
-      const Status landed = posted.region->stageIn(posted.offset, m.total)
-                                .withContext(fmt::format("landing message {} on tag {} in device memory", m.seq, m.tag));
+      const Status landed =
+          posted.region->stageIn(posted.offset, m.total)
+              .withContext(fmt::format("landing message {} on tag {} in device memory", m.seq, m.tag));
       if (!landed.isOk()) {
         failRequest(done, posted.request, landed);
         return landed;

@@ -34,10 +34,10 @@
 
 #include "transport/common/completion.h"
 #include "transport/common/handshake_steps.h"
-#include "transport/device.h"
 #include "transport/common/pair_argument_checks.h"
 #include "transport/common/pair_base.h"
 #include "transport/common/rendezvous.h"
+#include "transport/device.h"
 #include "transport/verbs/control.h"
 #include "transport/verbs/memory.h"
 #include "transport/verbs/path.h"
@@ -178,7 +178,7 @@ class VerbsPair final : public PairBase {
   // Handshake.
   HandshakeState handshake_ = HandshakeState::kIdle;
   std::deque<ControlMessage> handshake_inbox_;  // active side: replies for clientHandshake()
-  std::optional<ServerHelloStep> answered_;  // passive side: the hello answered, for the proof
+  std::optional<ServerHelloStep> answered_;     // passive side: the hello answered, for the proof
   std::function<void()> on_ready_;
 };
 

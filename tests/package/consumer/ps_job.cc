@@ -26,9 +26,9 @@ constexpr int kServers = 1;
 constexpr int kClocks = 20;
 
 model::Model modelFor(uint64_t extra) {
-  return model::Model("consumer", {model::Layer::fullyConnected("fc1", 16, 32, true),
-                                   model::Layer::fullyConnected("fc2", 10, 16, true),
-                                   model::Layer::other("scale", 4 + extra)});
+  return model::Model(
+      "consumer", {model::Layer::fullyConnected("fc1", 16, 32, true), model::Layer::fullyConnected("fc2", 10, 16, true),
+                   model::Layer::other("scale", 4 + extra)});
 }
 
 Status runRank(int rank, const std::string& dir, bool mismatch) {
