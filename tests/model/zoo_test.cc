@@ -63,7 +63,8 @@ TEST(Zoo, Vgg19KeepsThePsTensorList) {
   EXPECT_EQ(vgg19_22k().tensors().back().floats, 21841u);
 }
 
-// The cost model's view (sfb/paper_workloads.cc): 19 layers, FC fc6..fc8 with M outputs, N inputs.
+// The layers the cost model (trainer/hybcomm/cost_model.h) prices: 19, FC fc6..fc8 with M outputs,
+// N inputs.
 TEST(Zoo, Vgg19LayersAsTheCostModelPricesThem) {
   const Model vgg = vgg19();
   EXPECT_EQ(vgg.batch(), 32u);
