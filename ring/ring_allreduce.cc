@@ -222,22 +222,25 @@ transport::RequestPtr RingAllreduce::start(size_t layer, Deadline deadline) {
 
 Status RingAllreduce::allreduce(size_t layer, Deadline deadline) {
   const transport::RequestPtr request = start(layer, deadline);
-  Status status = request->wait(deadline);
-  if (status.code() != StatusCode::kTimeout || request->test()) return status;
+  (void)request->wait(deadline);
+  if (request->test()) return request->status();
+  // Past the deadline: a pass about to give its own verdict (which names the peer it waited for),
+  // or one just done, gets a moment to say so.
+  (void)request->wait(Deadline::after(kVerdictGrace));
+  if (request->test()) return request->status();
   RingState& s = *state_;
   const int64_t running = s.running.load(std::memory_order_acquire);
+  const std::string name =
+      fmt::format("allreduce of layer '{}' (#{}) on rank {}", s.layers[layer].name(), layer, s.rank);
   if (running == static_cast<int64_t>(layer)) {
-    // Its own pass is running into the same deadline: its verdict names the peer it waited for.
-    status = request->wait(Deadline::after(kVerdictGrace));
-    if (request->test()) return status;
+    return makeStatus(StatusCode::kTimeout, "{}: its pass ran past the deadline", name);
   }
   // Still queued: the driver fails it when its turn comes (its deadline has passed), which breaks
   // the ring, since this rank can no longer keep the order every worker follows.
-  return makeStatus(StatusCode::kTimeout,
-                    "allreduce of layer '{}' (#{}) on rank {}: the deadline passed while the call before it (layer "
-                    "'{}') was still running",
-                    s.layers[layer].name(), layer, s.rank,
-                    running >= 0 ? s.layers[static_cast<size_t>(running)].name() : std::string("?"));
+  return makeStatus(StatusCode::kTimeout, "{}: the deadline passed while the call before it ({}) was still running",
+                    name,
+                    running >= 0 ? fmt::format("layer '{}'", s.layers[static_cast<size_t>(running)].name())
+                                 : std::string("an earlier layer"));
 }
 
 scheme::Traffic RingAllreduce::traffic(size_t layer) const {

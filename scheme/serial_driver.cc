@@ -1,5 +1,6 @@
 #include "scheme/serial_driver.h"
 
+#include <exception>
 #include <utility>
 
 namespace poseidon::scheme {
@@ -34,6 +35,14 @@ size_t SerialDriver::pending() const {
   return queue_.size() + running_;
 }
 
+Status SerialDriver::run(Work& work) {
+  try {
+    return work.run();
+  } catch (const std::exception& e) {  // e.g. bad_alloc: the request fails, the driver goes on
+    return makeStatus(StatusCode::kInternal, "{}: {}", work.request->what(), e.what());
+  }
+}
+
 void SerialDriver::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
@@ -43,7 +52,7 @@ void SerialDriver::loop() {
     queue_.pop_front();
     ++running_;
     lock.unlock();
-    work.request->complete(work.run());
+    work.request->complete(run(work));
     lock.lock();
     --running_;
   }

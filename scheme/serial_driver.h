@@ -49,6 +49,7 @@ class SerialDriver {
   };
 
   void loop();
+  static Status run(Work& work);
 
   const std::string name_;
   mutable std::mutex mutex_;

@@ -53,7 +53,7 @@ Status compareWith(transport::bootstrap::StoreView& view, const AgreementGroup& 
     if (!theirs) return theirs.status();
     const auto difference =
         model::firstDifference(mine, fmt::format("rank {}", rank), *theirs, fmt::format("rank {}", other));
-    if (!difference) continue;  // the same items (a checksum collision is harmless)
+    if (!difference) continue;  // a CRC32C collision of equal lists; unequal lists with equal CRCs go unseen (2^-32)
     return makeStatus(StatusCode::kInvalidArgument, "{}: {} and {} were not started alike: {}", group.name,
                       describeRank(group, other), describeRank(group, rank), *difference);
   }

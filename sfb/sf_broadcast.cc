@@ -7,6 +7,11 @@
 
 namespace poseidon::sfb {
 
+namespace {
+// How long the destructor waits for this worker's writes before deregistering their memory.
+constexpr auto kCloseWait = std::chrono::seconds(5);
+}  // namespace
+
 class SfBroadcast::LayerCall {
  public:
   explicit LayerCall(LayerState& state)
@@ -76,6 +81,14 @@ SfBroadcast::SfBroadcast(transport::Context& context, SfSlotLayout layout)
 
 SfBroadcast::~SfBroadcast() {
   driver_.reset();  // finishes the updates queued (each bounded by its deadline) while the buffers exist
+  // Writes a failed or timed-out call left in flight still read the send buffer: a broken pair
+  // fails them at once, so this waits (bounded) only for writes about to complete.
+  const Deadline drain = Deadline::after(kCloseWait);
+  for (LayerState& state : layers_) {
+    for (const transport::RequestPtr& write : state.writes) {
+      if (write) (void)write->wait(drain);
+    }
+  }
 }
 
 std::span<float> SfBroadcast::u(size_t layer) {

@@ -73,7 +73,7 @@ class HybridSyncImpl final : public HybridSync {
     Syncer* syncer = nullptr;
     Clock::time_point at{};
     scheme::Traffic before;
-    bool waited = false;
+    bool waited = false;  // its request was seen complete in waitLayer()
   };
 
   static kernels::OptimizerConfig withMeanScale(kernels::OptimizerConfig optimizer, int workers) {
@@ -220,7 +220,13 @@ Result<LayerSyncResult> HybridSyncImpl::waitLayer(size_t layer, Deadline deadlin
     return makeStatus(StatusCode::kInvalidArgument, "waiting for layer '{}' in iteration {}: its sync was not started",
                       replica_.layer(layer).name(), iteration_);
   }
-  POSEIDON_RETURN_IF_ERROR(started.request->wait(deadline));
+  (void)started.request->wait(deadline);
+  if (!started.request->test()) {
+    return makeStatus(StatusCode::kTimeout, "waiting for {} of layer '{}' in iteration {}: still running",
+                      scheme::schemeName(started.syncer->scheme()), replica_.layer(layer).name(), iteration_);
+  }
+  const bool first = !started.waited;
+  started.waited = true;  // collected, whatever its outcome: the iteration may end
   POSEIDON_RETURN_IF_ERROR(started.request->status());
   LayerSyncResult result;
   result.scheme = started.syncer->scheme();
@@ -228,21 +234,20 @@ Result<LayerSyncResult> HybridSyncImpl::waitLayer(size_t layer, Deadline deadlin
   const scheme::Traffic after = started.syncer->traffic(layer);
   result.bytes_sent = after.sent_bytes - started.before.sent_bytes;
   result.bytes_received = after.received_bytes - started.before.received_bytes;
-  if (!started.waited) hybcomm_.record(layer, result.seconds, result.bytes_sent, result.bytes_received);
-  started.waited = true;
+  if (first) hybcomm_.record(layer, result.seconds, result.bytes_sent, result.bytes_received);
   return result;
 }
 
 Status HybridSyncImpl::endIteration(Deadline deadline) {
+  // All checked before any is cleared, so a refusal leaves the iteration as it was.
   for (size_t l = 0; l < started_.size(); ++l) {
-    Started& started = started_[l];
-    if (started.request && !started.waited) {
+    if (started_[l].request && !started_[l].waited) {
       return makeStatus(StatusCode::kInvalidArgument,
                         "ending iteration {} while the sync of layer '{}' was started but not waited for", iteration_,
                         replica_.layer(l).name());
     }
-    started.request.reset();
   }
+  for (Started& started : started_) started.request.reset();
   ++iteration_;
   const uint64_t every = options_.replica_check_every;
   if (every > 0 && iteration_ % every == 0) {

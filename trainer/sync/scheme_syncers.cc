@@ -102,22 +102,38 @@ class RingSyncer final : public Syncer {
 class AdamSyncer final : public Syncer {
  public:
   AdamSyncer(std::unique_ptr<adam::AdamWorker> adam, std::vector<size_t> fc_index, Replica& replica)
-      : adam_(std::move(adam)), fc_index_(std::move(fc_index)), replica_(replica), driver_("Adam syncer driver") {}
+      : adam_(std::move(adam)),
+        fc_index_(std::move(fc_index)),
+        replica_(replica),
+        last_(replica.layerCount()),
+        driver_("Adam syncer driver") {}
 
   scheme::Scheme scheme() const override { return scheme::Scheme::kAdam; }
 
   transport::RequestPtr start(size_t layer, uint64_t iteration, Deadline deadline) override {
     if (layer >= replica_.layerCount() || !replica_.isFc(layer)) return unknownLayer(scheme(), replica_, layer);
+    std::string what = describe(scheme(), replica_, layer, iteration);
+    // The previous sync's write may still read the factor buffer the copy below refills.
+    if (last_[layer] && !last_[layer]->test()) {
+      return transport::failedRequest(
+          std::move(what), makeStatus(StatusCode::kInvalidArgument, "the layer's previous Adam sync is still running"));
+    }
     const size_t index = fc_index_[layer];
     std::span<float> u = adam_->u(index), v = adam_->v(index);
-    std::copy_n(replica_.u(layer).data(), u.size(), u.begin());
-    std::copy_n(replica_.v(layer).data(), v.size(), v.begin());
+    if (u.size() != replica_.u(layer).size() || v.size() != replica_.v(layer).size()) {
+      return transport::failedRequest(
+          std::move(what), makeStatus(StatusCode::kInternal, "factors of {} + {} floats, the Adam layer has {} + {}",
+                                      replica_.u(layer).size(), replica_.v(layer).size(), u.size(), v.size()));
+    }
+    std::copy(replica_.u(layer).begin(), replica_.u(layer).end(), u.begin());
+    std::copy(replica_.v(layer).begin(), replica_.v(layer).end(), v.begin());
     transport::RequestPtr summed = adam_->start(index, deadline);
-    return driver_.submit(describe(scheme(), replica_, layer, iteration), [this, layer, index, iteration, summed] {
+    last_[layer] = driver_.submit(std::move(what), [this, layer, index, iteration, summed] {
       (void)summed->wait(Deadline::never());  // the wait keeps its own deadline
       POSEIDON_RETURN_IF_ERROR(summed->status());
       return replica_.applyStep(layer, adam_->gradient(index).data(), iteration);
     });
+    return last_[layer];
   }
 
   scheme::Traffic traffic(size_t layer) const override {
@@ -129,6 +145,7 @@ class AdamSyncer final : public Syncer {
   std::unique_ptr<adam::AdamWorker> adam_;
   std::vector<size_t> fc_index_;
   Replica& replica_;
+  std::vector<transport::RequestPtr> last_;  // per layer: its latest sync (start() runs on one thread)
   scheme::SerialDriver driver_;
 };
 
