@@ -43,7 +43,7 @@ class AdamWorkerImpl final : public AdamWorker {
         driver_(std::make_unique<scheme::SerialDriver>("Adam worker driver")) {}
 
   ~AdamWorkerImpl() override {
-    driver_.reset();  // finishes the waits queued (each bounded by its deadline)
+    driver_.reset();  // the running wait ends (by its deadline); queued ones fail
     stopping_.store(true);
     for (std::thread& thread : threads_) thread.join();
     // Regions must outlive the writes reading them.

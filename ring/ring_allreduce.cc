@@ -163,7 +163,7 @@ RingAllreduce::RingAllreduce(std::unique_ptr<RingState> state)
     : state_(std::move(state)), driver_(std::make_unique<scheme::SerialDriver>("ring all-reduce driver")) {}
 
 RingAllreduce::~RingAllreduce() {
-  driver_.reset();  // finishes the passes queued (each bounded by its deadline) before the memory goes
+  driver_.reset();  // the running pass ends (by its deadline) before the memory goes; queued ones fail
   // A write still reading the buffer must finish before the memory is deregistered; a broken
   // pair fails its writes at once, so this waits only for writes that are about to complete.
   if (!state_->writes) return;

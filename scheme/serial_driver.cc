@@ -8,12 +8,20 @@ namespace poseidon::scheme {
 SerialDriver::SerialDriver(std::string name) : name_(std::move(name)), thread_([this] { loop(); }) {}
 
 SerialDriver::~SerialDriver() {
+  std::deque<Work> abandoned;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    abandoned.swap(queue_);
   }
   cv_.notify_all();
-  thread_.join();
+  // Work not yet started is failed, not run: it could wait for a silent peer until its deadline
+  // (or forever, under Deadline::never()), and whoever destroys a scheme is done with it.
+  for (Work& work : abandoned) {
+    work.request->complete(
+        makeStatus(StatusCode::kUnavailable, "{}: the {} shut down before it ran", work.request->what(), name_));
+  }
+  thread_.join();  // the work running now ends by its own deadline
 }
 
 transport::RequestPtr SerialDriver::submit(std::string what, std::function<Status()> work) {

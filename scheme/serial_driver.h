@@ -10,8 +10,8 @@
 //
 // Each piece of work carries the sync's own deadline, so a request always completes by then:
 // with the work's status, or with kTimeout naming what it waited for. A waiter can therefore wait
-// for the request without a deadline of its own. The destructor finishes the work already queued
-// (each is bounded by its deadline) and refuses new work meanwhile.
+// for the request without a deadline of its own. The destructor waits for the work running (bounded
+// by its deadline), fails the work still queued with kUnavailable and refuses new work meanwhile.
 #pragma once
 
 #include <condition_variable>

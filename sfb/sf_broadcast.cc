@@ -80,7 +80,7 @@ SfBroadcast::SfBroadcast(transport::Context& context, SfSlotLayout layout)
 }
 
 SfBroadcast::~SfBroadcast() {
-  driver_.reset();  // finishes the updates queued (each bounded by its deadline) while the buffers exist
+  driver_.reset();  // the running update ends while the buffers exist; queued ones fail
   // Writes a failed or timed-out call left in flight still read the send buffer: a broken pair
   // fails them at once, so this waits (bounded) only for writes about to complete.
   const Deadline drain = Deadline::after(kCloseWait);

@@ -91,7 +91,7 @@ class HybridSyncImpl final : public HybridSync {
   uint64_t iteration_ = 0;
   std::vector<Started> started_;  // per layer
   // By scheme::Scheme; null for a scheme no layer may use. Declared after the replica, so their
-  // drivers finish what is queued before it goes.
+  // drivers stop (the running sync ends, queued ones fail) before it goes.
   std::array<std::unique_ptr<Syncer>, 4> syncers_;
 };
 
