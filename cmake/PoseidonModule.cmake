@@ -1,10 +1,14 @@
-# poseidon_module(NAME <folder> [LINK <targets...>]): the library of one top-level module (ps, sfb,
-# ...): every *.cc of the folder, alias poseidon::<folder>, exported and installed with its
-# headers under include/poseidon/<folder>. One place, so each module's CMakeLists says only what
-# differs (what it links).
+# poseidon_module(NAME <folder> [SKIP <sub-folders...>] [LINK <targets...>]): the library of one
+# top-level module (ps, sfb, ...): every *.cc of the folder, alias poseidon::<folder>, exported and
+# installed with its headers under include/poseidon/<folder>. One place, so each module's
+# CMakeLists says only what differs (what it links). SKIP names sub-folders that build a library of
+# their own (trainer/reference: layers that use the library rather than belong to it).
 function(poseidon_module)
-  cmake_parse_arguments(M "" "NAME" "LINK" ${ARGN})
+  cmake_parse_arguments(M "" "NAME" "SKIP;LINK" ${ARGN})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  foreach(skip ${M_SKIP})
+    list(FILTER sources EXCLUDE REGEX "^${CMAKE_CURRENT_SOURCE_DIR}/${skip}/")
+  endforeach()
   set(target poseidon_${M_NAME})
   add_library(${target} ${sources})
   add_library(poseidon::${M_NAME} ALIAS ${target})
