@@ -1,0 +1,85 @@
+#include "trainer/reference/fully_connected.h"
+
+#include <algorithm>
+
+#include "trainer/reference/batch_sums.h"
+#include "trainer/reference/blas.h"
+
+namespace poseidon::trainer::reference {
+
+Result<std::unique_ptr<FullyConnected>> FullyConnected::create(std::string name, size_t batch, SampleShape input,
+                                                               size_t outputs) {
+  if (batch == 0 || sampleSize(input) == 0 || outputs == 0) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "fc layer {}: batch {}, input {} x {} x {}, {} outputs: expected every size >= 1", name, batch,
+                      input.channels, input.height, input.width, outputs);
+  }
+  return std::unique_ptr<FullyConnected>(new FullyConnected(std::move(name), batch, input, outputs));
+}
+
+FullyConnected::FullyConnected(std::string name, size_t batch, SampleShape input, size_t outputs)
+    : ParametricLayer(std::move(name), batch, input, SampleShape{outputs, 1, 1}, outputs * sampleSize(input), outputs,
+                      sampleSize(input)),
+      inputs_(sampleSize(input)),
+      outputs_(outputs),
+      saved_input_(batch * sampleSize(input), 0.0f) {}
+
+std::optional<model::Layer> FullyConnected::describe() const {
+  return model::Layer::fullyConnected(name(), outputs_, inputs_, /*bias=*/true);
+}
+
+Status FullyConnected::forward(std::span<const float> x, std::span<float> y) {
+  POSEIDON_RETURN_IF_ERROR(checkForward(x, y));
+  std::copy(x.begin(), x.end(), saved_input_.begin());
+  // Each row of y starts as the bias; the product is added onto it (beta = 1).
+  const std::span<const float> b = bias();
+  for (size_t k = 0; k < batch(); ++k) std::copy(b.begin(), b.end(), y.begin() + static_cast<ptrdiff_t>(k * outputs_));
+  gemm({.transpose_a = false,
+        .transpose_b = true,
+        .m = batch(),
+        .n = outputs_,
+        .k = inputs_,
+        .a = x.data(),
+        .lda = inputs_,
+        .b = weight().data(),
+        .ldb = inputs_,
+        .beta = 1.0f,
+        .c = y.data(),
+        .ldc = outputs_});
+  return Status::ok();
+}
+
+Status FullyConnected::backward(std::span<const float> x, std::span<const float> y, std::span<const float> dy,
+                                std::span<float> dx) {
+  POSEIDON_RETURN_IF_ERROR(checkBackward(x, y, dy, dx));
+  output_gradient_ = dy;
+  if (!dx.empty()) {
+    // dX (K x N) = dY (K x M) W (M x N)
+    gemm({.m = batch(),
+          .n = inputs_,
+          .k = outputs_,
+          .a = dy.data(),
+          .lda = outputs_,
+          .b = weight().data(),
+          .ldb = inputs_,
+          .c = dx.data(),
+          .ldc = inputs_});
+  }
+  if (form_weight_gradient_) {
+    // dW (M x N) = dY^T (M x K) X (K x N), from the saved copy of X.
+    gemm({.transpose_a = true,
+          .m = outputs_,
+          .n = inputs_,
+          .k = batch(),
+          .a = dy.data(),
+          .lda = outputs_,
+          .b = saved_input_.data(),
+          .ldb = inputs_,
+          .c = weightGrad().data(),
+          .ldc = inputs_});
+  }
+  sumOverBatch(dy, batch(), outputs_, 1, biasGrad());
+  return Status::ok();
+}
+
+}  // namespace poseidon::trainer::reference
