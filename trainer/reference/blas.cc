@@ -14,11 +14,11 @@ blasint blasSize(size_t value) { return static_cast<blasint>(value); }
 
 }  // namespace
 
-void gemm(const Gemm& p) {
+void gemm(size_t m, size_t n, size_t k, Operand a, Operand b, float beta, float* c, size_t ldc) {
   ensureBlasThreadsChosen();
-  cblas_sgemm(CblasRowMajor, p.transpose_a ? CblasTrans : CblasNoTrans, p.transpose_b ? CblasTrans : CblasNoTrans,
-              blasSize(p.m), blasSize(p.n), blasSize(p.k), p.alpha, p.a, blasSize(p.lda), p.b, blasSize(p.ldb), p.beta,
-              p.c, blasSize(p.ldc));
+  cblas_sgemm(CblasRowMajor, a.transposed ? CblasTrans : CblasNoTrans, b.transposed ? CblasTrans : CblasNoTrans,
+              blasSize(m), blasSize(n), blasSize(k), 1.0f, a.data, blasSize(a.stride), b.data, blasSize(b.stride), beta,
+              c, blasSize(ldc));
 }
 
 void setBlasThreads(int threads) {

@@ -8,25 +8,16 @@
 
 namespace poseidon::trainer::reference {
 
-// C (m x n) = alpha * op(A) op(B) + beta * C, all row-major; op(A) is m x k, op(B) is k x n.
-// lda / ldb / ldc are the row strides of A, B and C as stored (before the transpose).
-struct Gemm {
-  bool transpose_a = false;
-  bool transpose_b = false;
-  size_t m = 0;
-  size_t n = 0;
-  size_t k = 0;
-  float alpha = 1.0f;
-  const float* a = nullptr;
-  size_t lda = 0;
-  const float* b = nullptr;
-  size_t ldb = 0;
-  float beta = 0.0f;
-  float* c = nullptr;
-  size_t ldc = 0;
+// A row-major matrix operand: its data, its row stride as stored, and whether the product uses
+// its transpose.
+struct Operand {
+  const float* data = nullptr;
+  size_t stride = 0;
+  bool transposed = false;
 };
 
-void gemm(const Gemm& product);
+// c (m x n, row stride ldc) = op(a) (m x k) . op(b) (k x n) + beta * c.
+void gemm(size_t m, size_t n, size_t k, Operand a, Operand b, float beta, float* c, size_t ldc);
 
 // OpenBLAS threads for every later product in this process. The default is 1 (applied by the
 // first layer built unless this was called before): a job here runs several worker processes on

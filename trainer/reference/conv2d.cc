@@ -63,15 +63,7 @@ Status Conv2d::forward(std::span<const float> x, std::span<float> y) {
   const size_t plane = geometry_.outPlane();
   im2col(geometry_, x, columns_);
   // out x (K * P) = W (out x C*kh*kw) . columns (C*kh*kw x K * P)
-  gemm({.m = out_channels_,
-        .n = cols,
-        .k = rows,
-        .a = weight().data(),
-        .lda = rows,
-        .b = columns_.data(),
-        .ldb = cols,
-        .c = by_channel_.data(),
-        .ldc = cols});
+  gemm(out_channels_, cols, rows, {weight().data(), rows}, {columns_.data(), cols}, 0.0f, by_channel_.data(), cols);
   // Spread into K x out x P and add the bias.
   const std::span<const float> b = bias();
   for (size_t k = 0; k < batch(); ++k) {
@@ -99,28 +91,12 @@ Status Conv2d::backward(std::span<const float> x, std::span<const float> y, std:
   }
   sumOverBatch(dy, batch(), out_channels_, plane, biasGrad());
   // dW (out x C*kh*kw) = dY (out x K*P) . columns^T (K*P x C*kh*kw)
-  gemm({.transpose_b = true,
-        .m = out_channels_,
-        .n = rows,
-        .k = cols,
-        .a = by_channel_.data(),
-        .lda = cols,
-        .b = columns_.data(),
-        .ldb = cols,
-        .c = weightGrad().data(),
-        .ldc = rows});
+  gemm(out_channels_, rows, cols, {by_channel_.data(), cols}, {columns_.data(), cols, true}, 0.0f, weightGrad().data(),
+       rows);
   if (dx.empty()) return Status::ok();
   // dX's columns (C*kh*kw x K*P) = W^T . dY, into the forward's columns (no longer needed).
-  gemm({.transpose_a = true,
-        .m = rows,
-        .n = cols,
-        .k = out_channels_,
-        .a = weight().data(),
-        .lda = rows,
-        .b = by_channel_.data(),
-        .ldb = cols,
-        .c = columns_.data(),
-        .ldc = cols});
+  gemm(rows, cols, out_channels_, {weight().data(), rows, true}, {by_channel_.data(), cols}, 0.0f, columns_.data(),
+       cols);
   col2im(geometry_, columns_, dx);
   return Status::ok();
 }

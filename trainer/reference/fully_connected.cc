@@ -34,18 +34,8 @@ Status FullyConnected::forward(std::span<const float> x, std::span<float> y) {
   // Each row of y starts as the bias; the product is added onto it (beta = 1).
   const std::span<const float> b = bias();
   for (size_t k = 0; k < batch(); ++k) std::copy(b.begin(), b.end(), y.begin() + static_cast<ptrdiff_t>(k * outputs_));
-  gemm({.transpose_a = false,
-        .transpose_b = true,
-        .m = batch(),
-        .n = outputs_,
-        .k = inputs_,
-        .a = x.data(),
-        .lda = inputs_,
-        .b = weight().data(),
-        .ldb = inputs_,
-        .beta = 1.0f,
-        .c = y.data(),
-        .ldc = outputs_});
+  // y (K x M) += x (K x N) . W^T (N x M)
+  gemm(batch(), outputs_, inputs_, {x.data(), inputs_}, {weight().data(), inputs_, true}, 1.0f, y.data(), outputs_);
   return Status::ok();
 }
 
@@ -54,29 +44,13 @@ Status FullyConnected::backward(std::span<const float> x, std::span<const float>
   POSEIDON_RETURN_IF_ERROR(checkBackward(x, y, dy, dx));
   output_gradient_ = dy;
   if (!dx.empty()) {
-    // dX (K x N) = dY (K x M) W (M x N)
-    gemm({.m = batch(),
-          .n = inputs_,
-          .k = outputs_,
-          .a = dy.data(),
-          .lda = outputs_,
-          .b = weight().data(),
-          .ldb = inputs_,
-          .c = dx.data(),
-          .ldc = inputs_});
+    // dX (K x N) = dY (K x M) . W (M x N)
+    gemm(batch(), inputs_, outputs_, {dy.data(), outputs_}, {weight().data(), inputs_}, 0.0f, dx.data(), inputs_);
   }
   if (form_weight_gradient_) {
-    // dW (M x N) = dY^T (M x K) X (K x N), from the saved copy of X.
-    gemm({.transpose_a = true,
-          .m = outputs_,
-          .n = inputs_,
-          .k = batch(),
-          .a = dy.data(),
-          .lda = outputs_,
-          .b = saved_input_.data(),
-          .ldb = inputs_,
-          .c = weightGrad().data(),
-          .ldc = inputs_});
+    // dW (M x N) = dY^T (M x K) . X (K x N), from the saved copy of X.
+    gemm(outputs_, inputs_, batch(), {dy.data(), outputs_, true}, {saved_input_.data(), inputs_}, 0.0f,
+         weightGrad().data(), inputs_);
   }
   sumOverBatch(dy, batch(), outputs_, 1, biasGrad());
   return Status::ok();

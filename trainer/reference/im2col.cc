@@ -21,21 +21,31 @@ ValidRange validColumns(ptrdiff_t offset, size_t width, size_t out_width) {
   return {static_cast<size_t>(lo), static_cast<size_t>(hi)};
 }
 
-// Calls visit(k, ih, out_row, row_offset) for each sample k and each output row whose input row
-// ih = oh + i - pad lies inside the image (out_row: the index of (k, oh, 0) in a column row),
-// and fill(out_row) for the rows that fall in the padding.
-template <typename Visit, typename Fill>
-void forEachOutputRow(const ConvGeometry& g, size_t i, Visit visit, Fill fill) {
+// Calls visit(column, input_row, valid, offset) for every stretch of out_w entries of the column
+// matrix that one row of one input plane feeds: `column` indexes the entry (c, i, j; k, oh, 0),
+// `input_row` the start of x's row (k, c, ih) with ih = oh + i - pad, or is -1 where ih falls in
+// the padding; entry ow reads x[input_row + ow + offset] for ow in `valid`, and 0 elsewhere. The
+// order of the calls is fixed, so col2im's additions are too.
+template <typename Visit>
+void forEachStretch(const ConvGeometry& g, Visit visit) {
   const size_t out_h = g.outHeight();
   const size_t out_w = g.outWidth();
-  for (size_t k = 0; k < g.batch; ++k) {
-    for (size_t oh = 0; oh < out_h; ++oh) {
-      const size_t out_row = (k * out_h + oh) * out_w;
-      const ptrdiff_t ih = static_cast<ptrdiff_t>(oh + i) - static_cast<ptrdiff_t>(g.pad_h);
-      if (ih < 0 || ih >= static_cast<ptrdiff_t>(g.height)) {
-        fill(out_row);
-      } else {
-        visit(k, static_cast<size_t>(ih), out_row);
+  size_t row = 0;
+  for (size_t c = 0; c < g.channels; ++c) {
+    for (size_t i = 0; i < g.kernel_h; ++i) {
+      for (size_t j = 0; j < g.kernel_w; ++j, ++row) {
+        const ptrdiff_t offset = static_cast<ptrdiff_t>(j) - static_cast<ptrdiff_t>(g.pad_w);
+        const ValidRange valid = validColumns(offset, g.width, out_w);
+        for (size_t k = 0; k < g.batch; ++k) {
+          for (size_t oh = 0; oh < out_h; ++oh) {
+            const ptrdiff_t ih = static_cast<ptrdiff_t>(oh + i) - static_cast<ptrdiff_t>(g.pad_h);
+            const bool inside = ih >= 0 && ih < static_cast<ptrdiff_t>(g.height);
+            const ptrdiff_t input_row =
+                inside ? static_cast<ptrdiff_t>(((k * g.channels + c) * g.height + static_cast<size_t>(ih)) * g.width)
+                       : -1;
+            visit(row * g.columnCols() + (k * out_h + oh) * out_w, input_row, valid, offset);
+          }
+        }
       }
     }
   }
@@ -45,51 +55,27 @@ void forEachOutputRow(const ConvGeometry& g, size_t i, Visit visit, Fill fill) {
 
 void im2col(const ConvGeometry& g, std::span<const float> x, std::span<float> columns) {
   const size_t out_w = g.outWidth();
-  const size_t cols = g.columnCols();
-  float* row = columns.data();
-  for (size_t c = 0; c < g.channels; ++c) {
-    for (size_t i = 0; i < g.kernel_h; ++i) {
-      for (size_t j = 0; j < g.kernel_w; ++j, row += cols) {
-        const ptrdiff_t offset = static_cast<ptrdiff_t>(j) - static_cast<ptrdiff_t>(g.pad_w);
-        const ValidRange valid = validColumns(offset, g.width, out_w);
-        forEachOutputRow(
-            g, i,
-            [&](size_t k, size_t ih, size_t out_row) {
-              float* out = row + out_row;
-              const float* in = x.data() + ((k * g.channels + c) * g.height + ih) * g.width;
-              std::fill(out, out + valid.begin, 0.0f);
-              for (size_t ow = valid.begin; ow < valid.end; ++ow) {
-                out[ow] = in[static_cast<ptrdiff_t>(ow) + offset];
-              }
-              std::fill(out + valid.end, out + out_w, 0.0f);
-            },
-            [&](size_t out_row) { std::fill(row + out_row, row + out_row + out_w, 0.0f); });
-      }
+  forEachStretch(g, [&](size_t column, ptrdiff_t input_row, ValidRange valid, ptrdiff_t offset) {
+    float* out = columns.data() + column;
+    if (input_row < 0) {
+      std::fill(out, out + out_w, 0.0f);
+      return;
     }
-  }
+    const float* in = x.data() + input_row;
+    std::fill(out, out + valid.begin, 0.0f);
+    for (size_t ow = valid.begin; ow < valid.end; ++ow) out[ow] = in[static_cast<ptrdiff_t>(ow) + offset];
+    std::fill(out + valid.end, out + out_w, 0.0f);
+  });
 }
 
 void col2im(const ConvGeometry& g, std::span<const float> columns, std::span<float> dx) {
   std::fill(dx.begin(), dx.end(), 0.0f);
-  const size_t out_w = g.outWidth();
-  const size_t cols = g.columnCols();
-  const float* row = columns.data();
-  for (size_t c = 0; c < g.channels; ++c) {
-    for (size_t i = 0; i < g.kernel_h; ++i) {
-      for (size_t j = 0; j < g.kernel_w; ++j, row += cols) {
-        const ptrdiff_t offset = static_cast<ptrdiff_t>(j) - static_cast<ptrdiff_t>(g.pad_w);
-        const ValidRange valid = validColumns(offset, g.width, out_w);
-        forEachOutputRow(
-            g, i,
-            [&](size_t k, size_t ih, size_t out_row) {
-              const float* in = row + out_row;
-              float* out = dx.data() + ((k * g.channels + c) * g.height + ih) * g.width;
-              for (size_t ow = valid.begin; ow < valid.end; ++ow) out[static_cast<ptrdiff_t>(ow) + offset] += in[ow];
-            },
-            [](size_t) {});
-      }
-    }
-  }
+  forEachStretch(g, [&](size_t column, ptrdiff_t input_row, ValidRange valid, ptrdiff_t offset) {
+    if (input_row < 0) return;
+    const float* in = columns.data() + column;
+    float* out = dx.data() + input_row;
+    for (size_t ow = valid.begin; ow < valid.end; ++ow) out[static_cast<ptrdiff_t>(ow) + offset] += in[ow];
+  });
 }
 
 }  // namespace poseidon::trainer::reference

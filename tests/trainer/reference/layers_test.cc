@@ -70,14 +70,19 @@ void checkGradients(Layer& layer, ParametricLayer* parametric, std::vector<float
   if (parametric) expectNear(grads, centralDifferences(parametric->params(), step, loss), tolerance, "dparams");
 }
 
-std::unique_ptr<FullyConnected> makeFc(size_t batch, SampleShape input, size_t outputs, uint64_t seed) {
-  Result<std::unique_ptr<FullyConnected>> fc = FullyConnected::create("fc", batch, input, outputs);
-  EXPECT_TRUE(fc.isOk()) << fc.status().toString();
-  std::unique_ptr<FullyConnected> layer = std::move(fc).value();
-  // Not the layer's own initialisation: values of order 1, so every term matters to the check.
+// The created layer with parameters of order 1 (not its own initialisation), so every term
+// matters to the checks.
+template <typename T>
+std::unique_ptr<T> withParams(Result<std::unique_ptr<T>> created, uint64_t seed) {
+  EXPECT_TRUE(created.isOk()) << created.status().toString();
+  std::unique_ptr<T> layer = std::move(created).value();
   const std::vector<float> params = randomValues(layer->parameterCount(), seed);
   std::copy(params.begin(), params.end(), layer->params().begin());
   return layer;
+}
+
+std::unique_ptr<FullyConnected> makeFc(size_t batch, SampleShape input, size_t outputs, uint64_t seed) {
+  return withParams(FullyConnected::create("fc", batch, input, outputs), seed);
 }
 
 TEST(FullyConnected, ForwardIsXTimesWTransposedPlusBias) {
@@ -177,13 +182,8 @@ class Conv2dTest : public ::testing::TestWithParam<ConvCase> {
  protected:
   std::unique_ptr<Conv2d> make(uint64_t seed) {
     const ConvCase c = GetParam();
-    Result<std::unique_ptr<Conv2d>> conv =
-        Conv2d::create("conv", c.batch, {c.channels, c.height, c.width}, {c.out_channels, c.kernel, c.pad});
-    EXPECT_TRUE(conv.isOk()) << conv.status().toString();
-    std::unique_ptr<Conv2d> layer = std::move(conv).value();
-    const std::vector<float> params = randomValues(layer->parameterCount(), seed);
-    std::copy(params.begin(), params.end(), layer->params().begin());
-    return layer;
+    return withParams(
+        Conv2d::create("conv", c.batch, {c.channels, c.height, c.width}, {c.out_channels, c.kernel, c.pad}), seed);
   }
 };
 
