@@ -9,7 +9,8 @@ struct Recorder::Slot {
   std::atomic<bool> ready{false};  // set with release once `interval` is written
 };
 
-struct Recorder::Lane {
+// Aligned to a cache line so that threads recording on neighbouring lanes do not share one.
+struct alignas(64) Recorder::Lane {
   std::string name;
   std::unique_ptr<Slot[]> slots;
   size_t capacity = 0;
