@@ -60,7 +60,8 @@ Result<AdamLayout> AdamLayout::build(std::span<const model::Layer> layers, uint6
     layout.slot_offsets_.push_back(slots);
     // Each step checked: factor = K*M + K*N, then the three buffers grow by their share.
     const bool fits = addProduct(factor, rank, rows) && addProduct(factor, rank, cols) &&
-                      addProduct(layout.factor_total_, 1, factor) && addProduct(layout.gradient_total_, rows, cols) &&
+                      addProduct(layout.factor_total_, 1, factor) &&
+                      addProduct(layout.gradient_total_, 1, static_cast<size_t>(layer.params())) &&
                       addProduct(slots, static_cast<size_t>(workers), factor);
     if (!fits) {
       return makeStatus(StatusCode::kInvalidArgument,
@@ -68,7 +69,7 @@ Result<AdamLayout> AdamLayout::build(std::span<const model::Layer> layers, uint6
                         layout.describe(l), rows, cols, rank, workers);
     }
     crc = transport::wire::crc32c(layer.name().data(), layer.name().size(), mixIn(crc, layer.name().size()));
-    crc = mixIn(mixIn(mixIn(crc, rows), cols), rank);
+    crc = mixIn(mixIn(mixIn(mixIn(crc, rows), cols), rank), layer.fc().bias ? 1 : 0);
   }
   layout.fingerprint_ = crc;
   return layout;

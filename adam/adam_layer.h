@@ -5,8 +5,9 @@
 // side check at start that the other was given the same layers.
 //
 // The layers are model layers (model/layer.h), all fully connected: rows and cols from
-// Layer::fc(), and the rank of every factor is K, the per-worker batch, given once. Only the
-// M x N weight goes through the scheme: the bias is not synced by it yet.
+// Layer::fc(), and the rank of every factor is K, the per-worker batch, given once. A layer's bias
+// (Layer::fc().bias) comes back with its gradient: the servers form it from the workers' U
+// (kernels/sf_bias.h), so it costs M floats on the way back and nothing on the way there.
 //
 // Worker buffers (floats, layers back to back in layer order):
 //   factors    per layer U (rows x K, row-major) then at once V (cols x K, row-major): the
@@ -56,10 +57,11 @@ class AdamLayout {
   // The layers `server` holds, ascending; layer l is entry l / servers() of its server's list.
   std::vector<size_t> layersOf(int server) const;
 
-  // Floats of one worker's factors of layer l (U then V) and of its gradient.
+  // Floats of one worker's factors of layer l (U then V) and of its gradient (the M x N weight's,
+  // then the M biases' when the layer has a bias: Layer::params()).
   size_t uFloats(size_t l) const { return layers_[l].fc().rows * batch_; }
   size_t factorFloats(size_t l) const { return uFloats(l) + layers_[l].fc().cols * batch_; }
-  size_t gradientFloats(size_t l) const { return layers_[l].fc().rows * layers_[l].fc().cols; }
+  size_t gradientFloats(size_t l) const { return static_cast<size_t>(layers_[l].params()); }
 
   // Offsets and totals in floats, as the file comment lays them out.
   size_t factorOffset(size_t l) const { return factor_offsets_[l]; }

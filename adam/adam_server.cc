@@ -14,6 +14,7 @@
 
 #include "adam/adam_protocol.h"
 #include "common/deadline_wait.h"
+#include "kernels/sf_bias.h"
 #include "kernels/sf_update.h"
 
 namespace poseidon::adam {
@@ -23,16 +24,18 @@ using transport::RequestPtr;
 Status reconstructAdamGradient(const model::Layer& layer, uint64_t batch, std::span<const float* const> u,
                                std::span<const float* const> v, std::span<float> g) {
   const model::FcShape& fc = layer.fc();
-  if (!layer.isFullyConnected() || g.size() != fc.rows * fc.cols) {
-    return makeStatus(StatusCode::kInternal, "Adam gradient of {} layer '{}' has {} floats; expected {} x {}",
-                      model::layerKindName(layer.kind()), layer.name(), g.size(), fc.rows, fc.cols);
+  if (!layer.isFullyConnected() || g.size() != layer.params()) {
+    return makeStatus(StatusCode::kInternal, "Adam gradient of {} layer '{}' has {} floats; expected {} x {}{}",
+                      model::layerKindName(layer.kind()), layer.name(), g.size(), fc.rows, fc.cols,
+                      fc.bias ? " + the bias" : "");
   }
   // The fused kernel accumulates exactly the rank-order FMA sum, then applies an optimizer step.
   // SGD with lr = -1, no scaling and no decay onto W = -0 leaves that sum untouched:
   //   w = w0 - lr * (g * 1 + 0 * w0) = -0 - (-1 * (g + -0)) = g,
   // every operation exact. Starting from -0 rather than +0 keeps the sign of a zero g too
   // (g + +0 would turn -0 into +0); tests/sfb/adam_scheme_test.cc checks it bit for bit.
-  std::fill(g.begin(), g.end(), -0.0f);
+  const size_t weight = static_cast<size_t>(fc.rows * fc.cols);
+  std::fill(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(weight), -0.0f);
   kernels::SfUpdate update;
   update.params = g.data();
   update.rows = static_cast<size_t>(fc.rows);
@@ -51,6 +54,8 @@ Status reconstructAdamGradient(const model::Layer& layer, uint64_t batch, std::s
   } catch (const std::exception& e) {
     return makeStatus(StatusCode::kInternal, "Adam reconstruction of '{}': {}", layer.name(), e.what());
   }
+  // The bias from the workers' U row sums, in the order SFB uses: the same bits on every scheme.
+  if (fc.bias) kernels::sfBiasGradient(update.rows, update.rank, u, g.data() + weight);
   return Status::ok();
 }
 

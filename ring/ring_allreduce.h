@@ -83,9 +83,9 @@ struct RingState;
 class RingAllreduce {
  public:
   // Every rank of `context` calls this with the same layers and options. A layer's buffer holds
-  // its Layer::denseFloats(): every parameter of a conv or other layer, but only the M x N weight
-  // of a fully-connected one (the FC bias is not synced by the ring yet, as the cost model prices
-  // it). A layer of no floats is allowed: its allreduce moves nothing. Fails, naming the value and
+  // its Layer::denseFloats(): every parameter of a conv or other layer, the M x N weight of a
+  // fully-connected one (HybridSync gives the ring "other" layers of every parameter, so an FC
+  // layer's bias travels too). A layer of no floats is allowed: its allreduce moves nothing. Fails, naming the value and
   // what was expected, on bad options or layers, a neighbour whose layers or options differ, or a
   // neighbour that does not publish its regions by the deadline.
   static Result<std::unique_ptr<RingAllreduce>> start(transport::Context& context, transport::bootstrap::Store& store,

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/sf_bias.h"
 #include "sfb/sf_imm.h"
 #include "sfb/sf_region_exchange.h"
 
@@ -66,6 +67,7 @@ SfBroadcast::SfBroadcast(transport::Context& context, SfSlotLayout layout)
   for (size_t l = 0; l < layers_.size(); ++l) {
     LayerState& state = layers_[l];
     state.writes.resize(peers_.size());
+    if (layout_.layer(l).fc().bias) state.bias_gradient.assign(static_cast<size_t>(layout_.layer(l).fc().rows), 0.0f);
     for (int bank = 0; bank < 2; ++bank) {
       for (int rank = 0; rank < context.size(); ++rank) {
         const float* factors = rank == me
@@ -200,12 +202,35 @@ Status SfBroadcast::update(size_t layer, float* params, float* state0, float* st
       return makeStatus(StatusCode::kInvalidArgument, "SFB update of {} iteration {}: {}", describe(layer), t,
                         done.message());
     }
+    if (shape.bias) POSEIDON_RETURN_IF_ERROR(updateBias(layer, bank, params, state0, state1, step));
     state.phase = Phase::kApplied;
   }
   POSEIDON_RETURN_IF_ERROR(completeWrites(layer, t, deadline));
   for (auto& request : state.writes) request.reset();
   state.phase = Phase::kIdle;
   iterations_[layer].store(t + 1, std::memory_order_release);
+  return Status::ok();
+}
+
+Status SfBroadcast::updateBias(size_t layer, size_t bank, float* params, float* state0, float* state1,
+                               const kernels::OptimizerStep& step) {
+  LayerState& state = layers_[layer];
+  const model::FcShape& shape = layout_.layer(layer).fc();
+  // The bias follows the weight in params and in the state: from U's row sums, no extra traffic.
+  kernels::sfBiasGradient(shape.rows, layout_.batch(), state.u[bank], state.bias_gradient.data());
+  const size_t weight = shape.rows * shape.cols;
+  const float* summed = state.bias_gradient.data();
+  kernels::ChunkUpdate update;
+  update.params = params + weight;
+  update.state0 = state0 == nullptr ? nullptr : state0 + weight;
+  update.state1 = state1 == nullptr ? nullptr : state1 + weight;
+  update.count = shape.rows;
+  update.gradients = std::span<const float* const>(&summed, 1);
+  update.step = step;
+  const Status done = kernels::chunkUpdate(update, kernels::Place::cpu());
+  if (!done.isOk()) {
+    return makeStatus(StatusCode::kInvalidArgument, "SFB update of {}'s bias: {}", describe(layer), done.message());
+  }
   return Status::ok();
 }
 

@@ -48,8 +48,8 @@ class SfBroadcast {
   // Registers this worker's factor buffer and its receive buffer (once, reused every iteration),
   // publishes the receive buffer through the store and fetches every peer's. `layers` are the
   // model's fully-connected layers (M x N from Layer::fc()), `batch` the per-worker batch K, the
-  // rank of every factor. Only the M x N weight is synced: the bias is not carried by SFB yet
-  // (it could be, from U's row sums at no extra traffic). `context` must be connected and outlive
+  // rank of every factor. A layer with a bias (Layer::fc().bias) updates it too, from the row sums
+  // of every worker's U (kernels/sf_bias.h): no extra traffic. `context` must be connected and outlive
   // this object; every rank must be given the same layers and batch. Fails naming the layer for
   // one that is not FC or a bad shape, the peer whose layers differ or whose buffer is missing by
   // the deadline.
@@ -82,15 +82,16 @@ class SfBroadcast {
 
   // Waits until every peer's factors of the current iteration have landed (a timeout names the
   // peers still missing and the layer; a broken or misbehaving peer fails at once, named), runs
-  // the fused SF update on params and the optimizer state the step needs (rows x cols each, on
-  // the CPU: the factors live in host memory), waits until this worker's own writes of the layer
+  // the fused SF update on params and the optimizer state the step needs (the layer's params()
+  // floats each: the M x N weight row-major, then the M biases when the layer has them; on the
+  // CPU: the factors live in host memory), waits until this worker's own writes of the layer
   // have completed, then advances the layer's iteration. After a timeout it may be called again:
   // it resumes where it stopped and never applies an update twice.
   Status update(size_t layer, float* params, float* state0, float* state1, const kernels::OptimizerStep& step,
                 kernels::Place place, Deadline deadline);
 
-  // Where a layer's update lands: its weights and the optimizer state the step needs (rows x
-  // cols each, host memory; null where the step needs none).
+  // Where a layer's update lands: its weights (then its bias) and the optimizer state the step
+  // needs (Layer::params() floats each, host memory; null where the step needs none).
   struct Target {
     float* params = nullptr;
     float* state0 = nullptr;
@@ -121,6 +122,7 @@ class SfBroadcast {
     // Every worker's U and V in rank order, per bank: this worker's from its factor buffer, the
     // peers' from their slots. Fixed at start.
     std::vector<const float*> u[2], v[2];
+    std::vector<float> bias_gradient;  // rows floats when the layer has a bias; fixed at start
     std::atomic<uint64_t> sent_messages{0};
     std::atomic<uint64_t> sent_bytes{0};
   };
@@ -130,6 +132,8 @@ class SfBroadcast {
   SfBroadcast(transport::Context& context, SfSlotLayout layout);
 
   Status awaitFactors(size_t layer, uint64_t iteration, Deadline deadline);
+  Status updateBias(size_t layer, size_t bank, float* params, float* state0, float* state1,
+                    const kernels::OptimizerStep& step);
   Status completeWrites(size_t layer, uint64_t iteration, Deadline deadline);
   // "layer 2 'fc7'": how messages name a layer.
   std::string describe(size_t layer) const;

@@ -73,7 +73,7 @@ Result<SfSlotLayout> SfSlotLayout::build(std::span<const model::Layer> layers, u
     layout.receive_floats_ = receive;
     crc = crcOf(layer.name().size(), crc);
     crc = transport::wire::crc32c(layer.name().data(), layer.name().size(), crc);
-    crc = crcOf(rank, crcOf(cols, crcOf(rows, crc)));
+    crc = crcOf(layer.fc().bias ? 1 : 0, crcOf(rank, crcOf(cols, crcOf(rows, crc))));
   }
   layout.fingerprint_ = crc;
   return layout;

@@ -16,7 +16,7 @@ using scheme::Scheme;
 using trainer::HybCommMode;
 
 const std::vector<model::Layer> kModel = {model::Layer::other("conv1", 300), model::Layer::other("conv2", 1111),
-                                          model::Layer::fullyConnected("fc6", 40, 72, false),
+                                          model::Layer::fullyConnected("fc6", 40, 72, true),
                                           model::Layer::fullyConnected("fc7", 24, 40, false)};
 
 HybridSpec fixedSpec(int workers, scheme::Scheme scheme) {

@@ -7,7 +7,7 @@ namespace poseidon::trainer {
 model::Model hybridPsModel(std::span<const model::Layer> layers) {
   std::vector<model::Layer> ps_layers;
   for (const model::Layer& layer : layers) {
-    ps_layers.push_back(model::Layer::other(layer.name(), layer.denseFloats()));
+    ps_layers.push_back(model::Layer::other(layer.name(), layer.params()));  // an FC layer's bias too
   }
   return model::Model("hybcomm-ps", std::move(ps_layers));
 }

@@ -52,6 +52,13 @@ class HybridSyncImpl final : public HybridSync {
 
   size_t layerCount() const override { return replica_.layerCount(); }
   std::span<float> params(size_t layer) override { return replica_.params(layer); }
+  Status bindParams(size_t layer, std::span<float> params) override {
+    if (layer < started_.size() && started_[layer].request) {
+      return makeStatus(StatusCode::kInvalidArgument, "binding the parameters of layer '{}' while its sync runs",
+                        replica_.layer(layer).name());
+    }
+    return replica_.bindParams(layer, params);
+  }
   std::span<float> u(size_t layer) override { return replica_.u(layer); }
   std::span<float> v(size_t layer) override { return replica_.v(layer); }
   std::span<float> gradient(size_t layer) override { return replica_.gradient(layer); }
@@ -101,7 +108,7 @@ Status HybridSyncImpl::setUp(transport::bootstrap::Store& store, Deadline deadli
   if (replica_.optimizer().sum_only) {
     return makeStatus(StatusCode::kInvalidArgument, "the workers' optimizer cannot be 'sum' (that is the servers')");
   }
-  // SFB and Adam take the FC layers (and K once), the ring every layer.
+  // SFB and Adam take the FC layers (and K once), the PS and the ring every layer's parameters.
   const std::vector<model::Layer>& layers = replica_.model().layers();
   std::vector<model::Layer> fc_layers;
   std::vector<size_t> fc_index;  // layer -> index among the FC layers (SFB, Adam), or kNoIndex
@@ -146,7 +153,8 @@ Status HybridSyncImpl::setUp(transport::bootstrap::Store& store, Deadline deadli
     if (contexts_.ring == nullptr) return missing(scheme::Scheme::kRing);
     ring::RingOptions ring_options;
     ring_options.name = options_.name + "/ring";
-    auto ring = ring::RingAllreduce::start(*contexts_.ring, store, layers, ring_options, deadline);
+    // The ring sums what the PS sums: every parameter of a layer, an FC layer's bias included.
+    auto ring = ring::RingAllreduce::start(*contexts_.ring, store, ps_model.layers(), ring_options, deadline);
     if (!ring) return ring.status();
     syncers_[static_cast<size_t>(scheme::Scheme::kRing)] = makeRingSyncer(std::move(*ring), replica_);
   }

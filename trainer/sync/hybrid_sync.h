@@ -17,8 +17,9 @@
 // an FC layer come as factors: u(l) (M x K) and v(l) (N x K), K the model's batch; the full
 // M x N gradient the PS and ring schemes need is formed from them at the sync's start (a trainer
 // on PS computes that product in its backward pass anyway). Other layers give their gradient in
-// gradient(l). Of an FC layer only the M x N weight is synced (and replicated here): the bias is
-// not carried by the schemes yet.
+// gradient(l). An FC layer's bias travels with it: its gradient is the row sums of U
+// (kernels/sf_bias.h), formed by SFB and the Adam servers from the factors they receive and by
+// each worker for the PS and the ring (M floats next to the M x N).
 #pragma once
 
 #include <chrono>
@@ -84,8 +85,12 @@ class HybridSync {
   virtual ~HybridSync() = default;
 
   virtual size_t layerCount() const = 0;
-  // This worker's replica of the layer's weights (FC: M x N row-major; bias not modelled).
+  // This worker's replica of the layer's parameters (Layer::params(): FC: the M x N weight
+  // row-major, then the M biases when the layer has them).
   virtual std::span<float> params(size_t layer) = 0;
+  // Keeps the layer's parameters in the trainer's own memory from now on (Replica::bindParams):
+  // the values there are the replica's. Call before the layer's first sync.
+  virtual Status bindParams(size_t layer, std::span<float> params) = 0;
   // FC layers: this iteration's factors, U (M x K) and V (N x K) row-major.
   virtual std::span<float> u(size_t layer) = 0;
   virtual std::span<float> v(size_t layer) = 0;

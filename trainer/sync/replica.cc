@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/dispatch.h"
+#include "kernels/sf_bias.h"
 
 namespace poseidon::trainer {
 
@@ -11,9 +12,9 @@ Replica::Replica(model::Model model, kernels::OptimizerConfig optimizer)
   const int words = optimizer_.stateWords();
   const auto k = static_cast<size_t>(model_.batch());
   for (const model::Layer& layer : model_.layers()) {
-    const auto floats = static_cast<size_t>(layer.denseFloats());
+    const auto floats = static_cast<size_t>(layer.params());
     const bool fc = layer.isFullyConnected();
-    params_.emplace_back(floats, 0.0f);
+    params_storage_.emplace_back(floats, 0.0f);
     state0_.emplace_back(words >= 1 ? floats : 0, optimizer_.stateInitialValue(0));
     state1_.emplace_back(words >= 2 ? floats : 0, optimizer_.stateInitialValue(1));
     gradients_.emplace_back(fc ? 0 : floats, 0.0f);
@@ -21,6 +22,7 @@ Replica::Replica(model::Model model, kernels::OptimizerConfig optimizer)
     v_storage_.emplace_back(fc ? static_cast<size_t>(layer.fc().cols) * k : 0, 0.0f);
   }
   for (size_t l = 0; l < layerCount(); ++l) {
+    params_.emplace_back(params_storage_[l]);
     u_.emplace_back(u_storage_[l]);
     v_.emplace_back(v_storage_[l]);
   }
@@ -38,17 +40,27 @@ Status Replica::bindFactors(size_t l, std::span<float> u, std::span<float> v) {
   return Status::ok();
 }
 
+Status Replica::bindParams(size_t l, std::span<float> params) {
+  if (l >= layerCount() || params.size() != params_[l].size()) {
+    return makeStatus(StatusCode::kInvalidArgument, "binding the parameters of layer {}: {} floats, expected {}", l,
+                      params.size(), l < layerCount() ? params_[l].size() : 0);
+  }
+  params_[l] = params;
+  params_storage_[l] = {};
+  return Status::ok();
+}
+
 Status Replica::loadGradient(size_t l, std::span<float> target) const {
   const model::Layer& layer = this->layer(l);
-  if (target.size() != static_cast<size_t>(layer.denseFloats())) {
+  if (target.size() != static_cast<size_t>(layer.params())) {
     return makeStatus(StatusCode::kInternal, "loading {}'s gradient into {} floats, expected {}", layer.name(),
-                      target.size(), layer.denseFloats());
+                      target.size(), layer.params());
   }
   if (!layer.isFullyConnected()) {
     std::copy(gradients_[l].begin(), gradients_[l].end(), target.begin());
     return Status::ok();
   }
-  std::fill(target.begin(), target.end(), 0.0f);
+  std::fill(target.begin(), target.end(), 0.0f);  // the bias part is overwritten below
   // Plain SGD with lr = -1 onto zeros: 0 - (-1 * g) = g exactly, g formed in the SF kernel's order.
   kernels::SfUpdate update;
   update.params = target.data();
@@ -62,6 +74,9 @@ Status Replica::loadGradient(size_t l, std::span<float> target) const {
   update.step.lr = -1.0f;
   const Status status = kernels::sfUpdate(update, kernels::Place::cpu());
   if (!status.isOk()) return status.withContext(fmt::format("forming {}'s gradient", layer.name()));
+  // The bias after the weight, as SFB forms it (a server summing these in rank order gets its bits).
+  if (layer.fc().bias)
+    kernels::sfBiasGradient(update.rows, update.rank, update.u, target.data() + update.rows * update.cols);
   return Status::ok();
 }
 

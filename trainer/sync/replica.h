@@ -19,9 +19,9 @@ namespace poseidon::trainer {
 class Replica {
  public:
   // `optimizer` runs on every worker; its grad_scale should already be 1/P1 (the mean). The
-  // model's batch is K, the rank of every FC layer's factors. A layer's replica is its
-  // denseFloats(): an FC layer's M x N weight (its bias is not synced by the schemes yet), every
-  // parameter of any other layer.
+  // model's batch is K, the rank of every FC layer's factors. A layer's replica is its params(),
+  // in the order of its tensors: an FC layer's M x N weight then its M biases, every parameter of
+  // any other layer.
   Replica(model::Model model, kernels::OptimizerConfig optimizer);
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
@@ -42,13 +42,18 @@ class Replica {
   // Other layers: this iteration's gradient; empty for FC layers.
   std::span<float> gradient(size_t l) { return gradients_[l]; }
 
+  // Keeps the layer's parameters in `params` from now on (a trainer's own memory, so the updates
+  // land where its forward pass reads them; their current values are the replica's); the size
+  // must be that of params(l).
+  Status bindParams(size_t l, std::span<float> params);
   // Keeps the FC layer's factors in `u` and `v` instead (a scheme's registered buffers, so they
   // travel without a copy); their sizes must be those of u(l) and v(l).
   Status bindFactors(size_t l, std::span<float> u, std::span<float> v);
 
-  // This worker's full gradient of the layer into `target` (denseFloats() floats): FC layers form
-  // U V^T in the exact order of the SF kernel, so a scheme that sums full gradients sums the same
-  // floats SFB reconstructs.
+  // This worker's full gradient of the layer into `target` (params() floats): FC layers form U V^T
+  // in the exact order of the SF kernel and the bias gradient as U's row sums
+  // (kernels/sf_bias.h), so a scheme that sums full gradients sums the same floats SFB
+  // reconstructs.
   Status loadGradient(size_t l, std::span<float> target) const;
   // The optimizer step of `iteration` on params(l) from the gradient summed over the workers.
   Status applyStep(size_t l, const float* summed, uint64_t iteration);
@@ -56,7 +61,8 @@ class Replica {
  private:
   model::Model model_;
   kernels::OptimizerConfig optimizer_;
-  std::vector<std::vector<float>> params_, state0_, state1_, gradients_;
+  std::vector<std::vector<float>> params_storage_, state0_, state1_, gradients_;
+  std::vector<std::span<float>> params_;
   std::vector<std::vector<float>> u_storage_, v_storage_;
   std::vector<std::span<float>> u_, v_;
 };
