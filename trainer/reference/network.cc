@@ -107,6 +107,15 @@ Result<Factors> Network::factors(size_t l) const {
   return Factors{.input = fc->savedInput(), .output_gradient = gradients_[parametric_position_[l]]};
 }
 
+std::span<const float> Network::parametricInput(size_t l) const {
+  return l < parametric_.size() ? layerInput(parametric_position_[l]) : std::span<const float>();
+}
+
+std::span<const float> Network::parametricOutputGradient(size_t l) const {
+  return l < parametric_.size() ? std::span<const float>(gradients_[parametric_position_[l]])
+                                : std::span<const float>();
+}
+
 std::span<const float> Network::layerInput(size_t i) const {
   return i == 0 ? std::span<const float>(input_copy_) : std::span<const float>(activations_[i - 1]);
 }

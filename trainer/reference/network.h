@@ -88,6 +88,10 @@ class Network {
   // the parameters are overwritten. Fails without a forward before it, or on a failing hook.
   Status backward();
 
+  // Parametric layer l's input and the gradient of its output from the last forward / backward
+  // (any kind; for bounds on its gradient's rounding, say). Empty for an unknown layer.
+  std::span<const float> parametricInput(size_t l) const;
+  std::span<const float> parametricOutputGradient(size_t l) const;
   // The last forward's logits, K x classes.
   std::span<const float> logits() const { return activations_.back(); }
 

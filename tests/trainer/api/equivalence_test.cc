@@ -1,0 +1,278 @@
+// Training through the Session equals one process that does the workers' arithmetic itself.
+//
+// 4 workers of batch K train a small CNN on Fashion-MNIST for 200 steps under BSP, each worker on
+// its own shard, through the embedding API (wait-free backprop: every layer's sync started from
+// the backward pass, waited for before its next forward). One process then computes the same 4
+// shards' gradients and combines them as each scheme does (reference_combiner.h): the workers'
+// parameters must equal its parameters bit for bit, for the PS, SFB, the ring and HybComm's
+// closed-form mix. And each step of it must agree with plain training on the batch of 4K within
+// the rounding bound derived at planStepTolerance below.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "tests/trainer/api/reference_combiner.h"
+#include "tests/trainer/api/session_job.h"
+#include "tests/trainer/api/tiny_cnn.h"
+#include "tools/train/batch_reader.h"
+#include "tools/train/network_session.h"
+#include "trainer/data/fashion_mnist.h"
+#include "trainer/hybcomm/hybcomm.h"
+
+namespace poseidon::testing {
+namespace {
+
+using trainer::reference::Network;
+
+constexpr int kWorkers = 4;
+constexpr size_t kBatch = 8;
+constexpr uint64_t kSteps = 200;
+constexpr uint64_t kDataSeed = 7;
+constexpr uint64_t kWorker0Seed = 100;
+constexpr float kLr = 0.05f;
+const char* const kOptimizer = "sgd:lr=0.05";
+
+const trainer::data::ImageSet& trainSet() {
+  static const trainer::data::ImageSet* set = [] {
+    auto loaded = trainer::data::loadFashionMnist(trainer::data::Split::kTrain);
+    if (!loaded) {
+      ADD_FAILURE() << loaded.status().toString();
+      return new trainer::data::ImageSet();
+    }
+    return new trainer::data::ImageSet(std::move(*loaded));
+  }();
+  return *set;
+}
+
+using Params = std::vector<std::vector<float>>;  // per layer
+
+trainer::SessionOptions sessionOptions(const trainer::HybCommOptions& hybcomm) {
+  trainer::SessionOptions options;
+  options.job = "equivalence";
+  options.layout = {kWorkers, 2, 0};
+  options.batch = kBatch;
+  options.optimizer = kernels::parseOptimizer(kOptimizer).value();
+  options.hybcomm = hybcomm;
+  options.chunk_bytes = 64 << 10;
+  options.sync_timeout = std::chrono::seconds(60);
+  return options;
+}
+
+// Every worker's parameters after kSteps through the library.
+std::vector<Params> trainThroughLibrary(const trainer::HybCommOptions& hybcomm) {
+  std::vector<Params> finals(kWorkers);
+  const std::vector<Status> statuses = runSessionJob(sessionOptions(hybcomm), [&](trainer::Session& session, int w) {
+    // Different seeds: worker 0's parameters must reach every worker at start().
+    auto network = tinyCnn(kBatch, kWorker0Seed + static_cast<uint64_t>(w));
+    if (!network) return network.status();
+    POSEIDON_RETURN_IF_ERROR(tools::registerNetwork(session, *network));
+    POSEIDON_RETURN_IF_ERROR(session.start());
+    network->setHooks(tools::sessionHooks(session));
+    auto reader = tools::BatchReader::create(
+        trainSet(), {kDataSeed, kWorkers, static_cast<uint32_t>(w), static_cast<uint32_t>(kBatch)});
+    if (!reader) return reader.status();
+    trainer::data::Position position;
+    for (uint64_t s = 0; s < kSteps; ++s) {
+      POSEIDON_RETURN_IF_ERROR(reader->read(position));
+      auto loss = network->forward(reader->images(), reader->labels());
+      if (!loss) return loss.status();
+      POSEIDON_RETURN_IF_ERROR(network->backward());
+      POSEIDON_RETURN_IF_ERROR(session.endIteration());
+      position = reader->sharder().next(position);
+    }
+    Params& mine = finals[static_cast<size_t>(w)];
+    for (size_t l = 0; l < network->parametricCount(); ++l) {
+      POSEIDON_RETURN_IF_ERROR(session.waitForParameters(l));
+      mine.emplace_back(network->params(l).begin(), network->params(l).end());
+    }
+    return session.finish();
+  });
+  EXPECT_EQ(failures(statuses), "");
+  return finals;
+}
+
+// dst (cols x rows) = src (rows x cols)^T: the batch-major factors as the schemes send them.
+void transpose(std::span<const float> src, size_t rows, size_t cols, std::span<float> dst) {
+  for (size_t i = 0; i < rows; ++i) {
+    for (size_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+  }
+}
+
+// The largest |a - b| allowed between the library's step and plain batch-4K training's from the
+// same parameters, element by element. Both compute the mean gradient as a sum of the same n real
+// terms t = dy * x (the per-sample loss gradients are the same floats: the worker's 1/K and the
+// library's 1/P multiply to plain training's 1/(PK), powers of two), in different orders and
+// groupings. Any order of a floating-point dot product of n terms is within gamma_n * sum |t| of
+// the exact value, gamma_n = n u / (1 - n u), u = 2^-24; two orders are within twice that. SGD
+// then scales by lr, and each side rounds w - lr g once more (u |w'|). For a weight sum|t| is
+// at most sum_samples,positions |dy| * max |x| (per output channel or row), which is what is
+// computed; for a bias, sum |dy|.
+std::vector<double> planStepTolerance(const Network& plain, size_t l, std::span<const float> after) {
+  const auto& layer = plain.parametric(l);
+  const model::Layer shape = *layer.describe();
+  std::span<const float> x = plain.parametricInput(l), dy = plain.parametricOutputGradient(l);
+  double max_x = 0;
+  for (float v : x) max_x = std::max(max_x, std::abs(static_cast<double>(v)));
+  const size_t outputs = shape.isFullyConnected() ? shape.fc().rows : shape.conv().out_channels;
+  // dy is K x outputs x (positions): the sum of |dy| per output.
+  const size_t per_sample = dy.size() / plain.batch(), positions = per_sample / outputs;
+  std::vector<double> abs_dy(outputs, 0.0);
+  for (size_t s = 0; s < plain.batch(); ++s) {
+    for (size_t o = 0; o < outputs; ++o) {
+      for (size_t q = 0; q < positions; ++q)
+        abs_dy[o] += std::abs(static_cast<double>(dy[s * per_sample + o * positions + q]));
+    }
+  }
+  const double u = std::ldexp(1.0, -24);
+  const double n = static_cast<double>(plain.batch() * positions) *
+                   (shape.isFullyConnected() ? 1.0 : static_cast<double>(shape.conv().in_channels * 25));
+  const double gamma = n * u / (1 - n * u);
+  const size_t weights = shape.tensors()[0].floats;
+  const size_t per_output = weights / outputs;
+  std::vector<double> tolerance(after.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    const bool bias = i >= weights;
+    const size_t o = bias ? i - weights : i / per_output;
+    const double terms = bias ? abs_dy[o] : abs_dy[o] * max_x;
+    tolerance[i] = kLr * 2 * gamma * terms * (1 + u) + 2 * u * std::abs(static_cast<double>(after[i])) + 1e-30;
+  }
+  return tolerance;
+}
+
+struct Reference {
+  Params params;           // after kSteps
+  double worst_ratio = 0;  // the largest |library step - plain step| / tolerance seen
+};
+
+// One process: the 4 shards' gradients combined as `schemes` (per layer) do, every step; and
+// each step compared with plain training on the global batch from the same parameters.
+Reference trainInOneProcess(const std::vector<scheme::Scheme>& schemes) {
+  Reference out;
+  std::vector<Network> workers;
+  for (int p = 0; p < kWorkers; ++p) {
+    auto network = tinyCnn(kBatch, kWorker0Seed);
+    EXPECT_TRUE(network.isOk());
+    workers.push_back(std::move(*network));
+    for (size_t l = 0; l < workers.back().parametricCount(); ++l) {
+      if (workers.back().parametric(l).describe()->isFullyConnected()) (void)workers.back().setFactorsOnly(l, true);
+    }
+  }
+  auto plain = tinyCnn(kBatch * kWorkers, kWorker0Seed);
+  EXPECT_TRUE(plain.isOk());
+  const model::Model model = workers[0].describe();
+  ReferenceCombiner combiner(model, kernels::parseOptimizer(kOptimizer).value(), kWorkers);
+  const size_t layers = model.layers().size();
+  for (size_t l = 0; l < layers; ++l) {
+    std::span<float> p = workers[0].params(l);
+    std::copy(p.begin(), p.end(), combiner.result().params(l).begin());
+  }
+  std::vector<tools::BatchReader> readers;
+  for (int p = 0; p < kWorkers; ++p) {
+    readers.push_back(*tools::BatchReader::create(
+        trainSet(), {kDataSeed, kWorkers, static_cast<uint32_t>(p), static_cast<uint32_t>(kBatch)}));
+  }
+  auto global = *tools::BatchReader::create(trainSet(), {kDataSeed, 1, 0, static_cast<uint32_t>(kBatch * kWorkers)});
+  trainer::data::Position position;
+  for (uint64_t s = 0; s < kSteps; ++s) {
+    for (size_t l = 0; l < layers; ++l) {
+      std::span<const float> now = combiner.result().params(l);
+      for (Network& w : workers) std::copy(now.begin(), now.end(), w.params(l).begin());
+      std::copy(now.begin(), now.end(), plain->params(l).begin());
+    }
+    for (int p = 0; p < kWorkers; ++p) {
+      Network& w = workers[static_cast<size_t>(p)];
+      EXPECT_TRUE(readers[static_cast<size_t>(p)].read(position).isOk());
+      EXPECT_TRUE(w.forward(readers[static_cast<size_t>(p)].images(), readers[static_cast<size_t>(p)].labels()).isOk());
+      EXPECT_TRUE(w.backward().isOk());
+      trainer::Replica& in = combiner.worker(p);
+      for (size_t l = 0; l < layers; ++l) {
+        const model::Layer& shape = model.layers()[l];
+        if (!shape.isFullyConnected()) {
+          std::copy(w.grads(l).begin(), w.grads(l).end(), in.gradient(l).begin());
+          continue;
+        }
+        const auto factors = *w.factors(l);
+        transpose(factors.output_gradient, kBatch, shape.fc().rows, in.u(l));
+        transpose(factors.input, kBatch, shape.fc().cols, in.v(l));
+      }
+    }
+    for (size_t l = 0; l < layers; ++l) EXPECT_TRUE(combiner.step(l, schemes[l], s).isOk());
+    // Plain batch-4K training from the same parameters: one SGD step.
+    EXPECT_TRUE(global.read(position).isOk());
+    EXPECT_TRUE(plain->forward(global.images(), global.labels()).isOk());
+    EXPECT_TRUE(plain->backward().isOk());
+    for (size_t l = 0; l < layers; ++l) {
+      std::span<const float> after = combiner.result().params(l);
+      const std::vector<double> tolerance = planStepTolerance(*plain, l, after);
+      for (size_t i = 0; i < after.size(); ++i) {
+        const double expected =
+            static_cast<double>(plain->params(l)[i]) - kLr * static_cast<double>(plain->grads(l)[i]);
+        out.worst_ratio = std::max(out.worst_ratio, std::abs(after[i] - expected) / tolerance[i]);
+      }
+    }
+    position = global.sharder().next(position);
+  }
+  for (size_t l = 0; l < layers; ++l) {
+    std::span<const float> p = combiner.result().params(l);
+    out.params.emplace_back(p.begin(), p.end());
+  }
+  return out;
+}
+
+std::vector<scheme::Scheme> schemesOf(const trainer::HybCommOptions& hybcomm) {
+  auto network = tinyCnn(kBatch, kWorker0Seed);
+  const model::Model model = network->describe();
+  auto decided = trainer::HybComm::create(model.layers(), {kWorkers, 2, static_cast<int64_t>(kBatch)}, hybcomm);
+  EXPECT_TRUE(decided.isOk()) << decided.status().toString();
+  std::vector<scheme::Scheme> schemes;
+  for (size_t l = 0; l < model.layers().size(); ++l) schemes.push_back(decided->scheme(l));
+  return schemes;
+}
+
+struct Case {
+  const char* name;
+  trainer::HybCommOptions hybcomm;
+};
+
+void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
+
+class SessionEquivalence : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SessionEquivalence, FourWorkersEqualOneProcessBitForBit) {
+  const trainer::HybCommOptions& hybcomm = GetParam().hybcomm;
+  const std::vector<scheme::Scheme> schemes = schemesOf(hybcomm);
+  const std::vector<Params> library = trainThroughLibrary(hybcomm);
+  const Reference reference = trainInOneProcess(schemes);
+  ASSERT_EQ(library.size(), static_cast<size_t>(kWorkers));
+  for (int w = 0; w < kWorkers; ++w) {
+    ASSERT_EQ(library[static_cast<size_t>(w)].size(), reference.params.size()) << "worker " << w;
+    for (size_t l = 0; l < reference.params.size(); ++l) {
+      const auto& mine = library[static_cast<size_t>(w)][l];
+      ASSERT_EQ(mine.size(), reference.params[l].size());
+      size_t differ = 0;
+      for (size_t i = 0; i < mine.size(); ++i)
+        differ += std::memcmp(&mine[i], &reference.params[l][i], sizeof(float)) != 0;
+      EXPECT_EQ(differ, 0u) << "worker " << w << " layer " << l << " (" << scheme::schemeName(schemes[l])
+                            << "): " << differ << " of " << mine.size() << " parameters differ";
+    }
+  }
+  EXPECT_LE(reference.worst_ratio, 1.0) << "a step left the rounding bound of plain batch-4K training";
+  EXPECT_GT(reference.worst_ratio, 0.0) << "the schemes never differed from plain training: is the check alive?";
+}
+
+trainer::HybCommOptions fixed(scheme::Scheme s) {
+  trainer::HybCommOptions options;
+  options.mode = trainer::HybCommMode::kFixed;
+  options.fixed = s;
+  return options;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schemes, SessionEquivalence,
+    ::testing::Values(Case{"ps", fixed(scheme::Scheme::kPs)}, Case{"sfb", fixed(scheme::Scheme::kSfb)},
+                      Case{"ring", fixed(scheme::Scheme::kRing)}, Case{"closed_form", trainer::HybCommOptions{}}),
+    [](const ::testing::TestParamInfo<Case>& param_info) { return std::string(param_info.param.name); });
+
+}  // namespace
+}  // namespace poseidon::testing

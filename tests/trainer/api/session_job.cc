@@ -1,0 +1,44 @@
+#include "tests/trainer/api/session_job.h"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "tests/support/mesh.h"
+
+namespace poseidon::testing {
+
+std::vector<Status> runSessionJob(const trainer::SessionOptions& options, const WorkerBody& worker) {
+  TempDir dir;
+  const int size = options.layout.size();
+  std::vector<Status> statuses(static_cast<size_t>(size));
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < size; ++rank) {
+    ranks.emplace_back([&, rank] {
+      transport::bootstrap::LaunchInfo launch;
+      launch.rank = rank;
+      launch.size = size;
+      launch.source = "test";
+      launch.file_store_dir = dir.path();
+      Status& status = statuses[static_cast<size_t>(rank)];
+      auto session = trainer::Session::join(options, launch);
+      if (!session) {
+        status = session.status();
+        return;
+      }
+      status = (*session)->isWorker() ? worker(**session, rank) : (*session)->serve();
+    });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  return statuses;
+}
+
+std::string failures(const std::vector<Status>& statuses) {
+  std::string text;
+  for (size_t r = 0; r < statuses.size(); ++r) {
+    if (!statuses[r].isOk()) text += fmt::format("rank {}: {}\n", r, statuses[r].toString());
+  }
+  return text;
+}
+
+}  // namespace poseidon::testing

@@ -1,0 +1,255 @@
+#include "trainer/api/session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "adam/adam_server.h"
+#include "model/spec.h"
+#include "trainer/api/job_connection.h"
+#include "trainer/sync/hybrid_ps.h"
+#include "trainer/sync/hybrid_sync.h"
+
+namespace poseidon::trainer {
+
+namespace {
+
+// Worker 0's initial parameters travel through the store in pieces of at most this size (the
+// store's values are bounded: transport/bootstrap/store.h).
+constexpr size_t kPieceBytes = size_t{32} << 20;
+
+HybridOptions hybridOptions(const SessionOptions& options) {
+  HybridOptions hybrid;
+  hybrid.workers = options.layout.workers;
+  hybrid.ps_servers = options.layout.ps_servers;
+  hybrid.adam_servers = std::max(1, options.layout.adam_servers);
+  hybrid.chunk_bytes = options.chunk_bytes;
+  hybrid.optimizer = options.optimizer;
+  hybrid.hybcomm = options.hybcomm;
+  hybrid.name = options.job;
+  hybrid.replica_check_every = options.replica_check_every;
+  return hybrid;
+}
+
+Status validateOptions(const SessionOptions& options) {
+  POSEIDON_RETURN_IF_ERROR(options.layout.validate());
+  if (options.batch == 0) return makeStatus(StatusCode::kInvalidArgument, "a batch K of 0; expected >= 1");
+  if (mayUseAdam(options.hybcomm) && options.layout.adam_servers < 1) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "HybComm may pick the Adam-style scheme, but the layout has no Adam server ({})",
+                      options.layout.describe());
+  }
+  if (!mayUseAdam(options.hybcomm) && options.layout.adam_servers > 0) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "the layout has {} Adam servers, but HybComm, so configured, never picks the Adam-style scheme",
+                      options.layout.adam_servers);
+  }
+  return Status::ok();
+}
+
+class SessionImpl final : public Session {
+ public:
+  SessionImpl(SessionOptions options, std::unique_ptr<JobConnection> job)
+      : options_(std::move(options)), job_(std::move(job)) {}
+
+  ~SessionImpl() override {
+    pipeline_.reset();  // its threads stop before the sync they drive goes
+    sync_.reset();
+  }
+
+  int rank() const override { return job_->rank(); }
+  JobRole role() const override { return job_->layout().roleOf(job_->rank()); }
+  std::string describe() const override { return job_->describe(); }
+  uint64_t iteration() const override { return pipeline_ ? pipeline_->iteration() : 0; }
+  const model::Model& model() const override { return model_; }
+
+  Status serve() override;
+  Result<size_t> addLayer(const LayerRegistration& layer) override;
+  Status start() override;
+  Status gradientReady(size_t layer) override {
+    POSEIDON_RETURN_IF_ERROR(running("gradientReady"));
+    return pipeline_->gradientReady(layer);
+  }
+  Status waitForParameters(size_t layer) override {
+    POSEIDON_RETURN_IF_ERROR(running("waitForParameters"));
+    return pipeline_->waitForParameters(layer, Deadline::after(options_.sync_timeout));
+  }
+  Status endIteration() override {
+    POSEIDON_RETURN_IF_ERROR(running("endIteration"));
+    return pipeline_->endIteration();
+  }
+  Status finish() override;
+
+ private:
+  Status running(const char* call) const {
+    if (!isWorker()) {
+      return makeStatus(StatusCode::kInvalidArgument, "{} on {}: servers only serve()", call, describe());
+    }
+    if (!pipeline_) return makeStatus(StatusCode::kInvalidArgument, "{} before start()", call);
+    return Status::ok();
+  }
+  Deadline startupDeadline() const { return Deadline::after(options_.startup_timeout); }
+  Status shareInitialParameters(Deadline deadline);
+  Result<model::Model> publishedModel(Deadline deadline);
+
+  const SessionOptions options_;
+  std::unique_ptr<JobConnection> job_;
+  std::vector<LayerRegistration> layers_;
+  model::Model model_;
+  std::unique_ptr<HybridSync> sync_;
+  std::unique_ptr<WfbpPipeline> pipeline_;
+};
+
+Result<size_t> SessionImpl::addLayer(const LayerRegistration& layer) {
+  if (!isWorker()) return makeStatus(StatusCode::kInvalidArgument, "addLayer on {}: servers only serve()", describe());
+  if (sync_) return makeStatus(StatusCode::kInvalidArgument, "adding layer '{}' after start()", layer.name);
+  for (const LayerRegistration& known : layers_) {
+    if (known.name == layer.name) {
+      return makeStatus(StatusCode::kInvalidArgument, "layer '{}' is registered twice (layers need unique names)",
+                        layer.name);
+    }
+  }
+  POSEIDON_RETURN_IF_ERROR(validateRegistration(layer, options_.batch));
+  layers_.push_back(layer);
+  return layers_.size() - 1;
+}
+
+Status SessionImpl::start() {
+  if (!isWorker()) return makeStatus(StatusCode::kInvalidArgument, "start on {}: servers only serve()", describe());
+  if (sync_) return makeStatus(StatusCode::kInvalidArgument, "start() called twice");
+  if (layers_.empty()) return makeStatus(StatusCode::kInvalidArgument, "start() with no layer registered");
+  const Deadline deadline = startupDeadline();
+  std::vector<model::Layer> described;
+  for (const LayerRegistration& layer : layers_) described.push_back(describeLayer(layer));
+  model_ = model::Model("session", std::move(described), options_.batch);
+  POSEIDON_RETURN_IF_ERROR(model_.validate());
+  // The servers build their side from worker 0's model; the workers' start-up agreement (in
+  // HybridSync) catches a worker that registered other layers.
+  if (rank() == 0) {
+    POSEIDON_RETURN_IF_ERROR(transport::bootstrap::setString(job_->view(), "model", model::formatModelSpec(model_)));
+  }
+  const HybridOptions hybrid = hybridOptions(options_);
+  auto schemes = schemesInUse(model_, hybrid);
+  if (!schemes) return schemes.status();
+  HybridContexts contexts;
+  for (scheme::Scheme s : *schemes) {
+    auto context = job_->join(s, deadline);
+    if (!context) return context.status();
+    switch (s) {
+      case scheme::Scheme::kPs: contexts.ps = *context; break;
+      case scheme::Scheme::kSfb: contexts.sfb = *context; break;
+      case scheme::Scheme::kRing: contexts.ring = *context; break;
+      case scheme::Scheme::kAdam: contexts.adam = *context; break;
+    }
+  }
+  auto sync = HybridSync::start(contexts, job_->store(), model_, hybrid, deadline);
+  if (!sync) return sync.status().withContext(describe());
+  sync_ = std::move(*sync);
+  POSEIDON_RETURN_IF_ERROR(shareInitialParameters(deadline));
+  std::vector<LayerSource> sources;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    POSEIDON_RETURN_IF_ERROR(sync_->bindParams(l, layers_[l].params));
+    const LayerRegistration& r = layers_[l];
+    sources.push_back({r.input.data(), r.output_gradient.data(), r.feature_major, r.gradient.data()});
+  }
+  PipelineOptions pipeline;
+  pipeline.sync_timeout = options_.sync_timeout;
+  pipeline.on_sync = options_.on_sync;
+  pipeline_ = std::make_unique<WfbpPipeline>(*sync_, std::move(sources), std::move(pipeline));
+  return Status::ok();
+}
+
+Status SessionImpl::shareInitialParameters(Deadline deadline) {
+  transport::bootstrap::StoreView initial = job_->view().child("initial");
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    std::span<float> params = layers_[l].params;
+    const size_t bytes = params.size_bytes();
+    auto* data = reinterpret_cast<uint8_t*>(params.data());
+    for (size_t offset = 0, piece = 0; offset < bytes; offset += kPieceBytes, ++piece) {
+      const size_t length = std::min(kPieceBytes, bytes - offset);
+      const std::string key = fmt::format("{}/{}", l, piece);
+      if (rank() == 0) {
+        POSEIDON_RETURN_IF_ERROR(initial.set(key, std::vector<uint8_t>(data + offset, data + offset + length)));
+        continue;
+      }
+      auto value = initial.get(key, deadline);
+      if (!value)
+        return value.status().withContext(fmt::format("worker 0's initial parameters of '{}'", layers_[l].name));
+      if (value->size() != length) {
+        return makeStatus(StatusCode::kProtocolError,
+                          "worker 0's initial parameters of '{}' (piece {}): {} bytes, "
+                          "expected {}",
+                          layers_[l].name, piece, value->size(), length);
+      }
+      std::memcpy(data + offset, value->data(), length);
+    }
+  }
+  return Status::ok();
+}
+
+Status SessionImpl::finish() {
+  POSEIDON_RETURN_IF_ERROR(running("finish"));
+  const Deadline deadline = startupDeadline();
+  Status status = pipeline_->drain(Deadline::after(options_.sync_timeout));
+  pipeline_.reset();
+  if (status.isOk()) status = sync_->finish(deadline);
+  if (status.isOk()) status = job_->leave(deadline);
+  return status.withContext(describe());
+}
+
+Result<model::Model> SessionImpl::publishedModel(Deadline deadline) {
+  auto spec = transport::bootstrap::getString(job_->view(), "model", deadline);
+  if (!spec) return spec.status().withContext("worker 0's model");
+  auto model = model::parseModelSpec(*spec);
+  if (!model) return model.status().withContext("worker 0's model");
+  return model;
+}
+
+Status SessionImpl::serve() {
+  if (isWorker()) return makeStatus(StatusCode::kInvalidArgument, "serve() on {}: workers train", describe());
+  const Deadline deadline = startupDeadline();
+  auto model = publishedModel(deadline);
+  if (!model) return model.status().withContext(describe());
+  model_ = std::move(*model);
+  const Deadline done = Deadline::after(options_.serve_timeout);
+  Status status;
+  if (role() == JobRole::kPsServer) {
+    auto context = job_->join(scheme::Scheme::kPs, deadline);
+    if (!context) return context.status();
+    auto server = startSummationServer(**context, job_->store(), model_.layers(), options_.layout.workers,
+                                       options_.layout.ps_servers, options_.chunk_bytes, options_.job, deadline);
+    if (!server) return server.status().withContext(describe());
+    status = (*server)->waitUntilDone(done);
+  } else {
+    auto context = job_->join(scheme::Scheme::kAdam, deadline);
+    if (!context) return context.status();
+    std::vector<model::Layer> fc_layers;
+    for (size_t l : model_.fcLayers()) fc_layers.push_back(model_.layers()[l]);
+    auto server =
+        adam::AdamServer::start(**context, job_->store(), fc_layers, model_.batch(), options_.layout.workers, deadline);
+    if (!server) return server.status().withContext(describe());
+    status = (*server)->waitUntilDone(done);
+  }
+  if (status.isOk()) status = job_->leave(startupDeadline());
+  return status.withContext(describe());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Session>> Session::join(const SessionOptions& options) {
+  auto launch = transport::bootstrap::detectLaunch();
+  if (!launch) return launch.status();
+  return join(options, *launch);
+}
+
+Result<std::unique_ptr<Session>> Session::join(const SessionOptions& options,
+                                               const transport::bootstrap::LaunchInfo& launch) {
+  POSEIDON_RETURN_IF_ERROR(validateOptions(options));
+  auto job = JobConnection::open(options.job, options.layout, launch, options.device,
+                                 Deadline::after(options.startup_timeout));
+  if (!job) return job.status();
+  return std::unique_ptr<Session>(std::make_unique<SessionImpl>(options, std::move(*job)));
+}
+
+}  // namespace poseidon::trainer

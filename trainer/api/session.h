@@ -1,0 +1,115 @@
+// Session: Poseidon inside a trainer of your own. Read this header first.
+//
+// A trainer that runs on one machine becomes data-parallel with a handful of calls, the way the
+// papers' users embedded Poseidon in Caffe and TensorFlow ([Poseidon ATC'17] section 4.1). Every
+// process of the job builds a Session from its launch environment (POSEIDON_RANK / _SIZE /
+// _ROOT, OpenMPI's or Slurm's variables: transport/bootstrap/launch_env.h). The first ranks are
+// workers, the next the parameter-server shards (and, when HybComm may pick it, the Adam-style
+// scheme's servers: trainer/api/job_layout.h); a server rank only calls serve().
+//
+//   auto session = Session::join(options);                    // every rank
+//   if (!session->isWorker()) return session->serve();        // a server, until the workers finish
+//   for each layer, input to output: session->addLayer({...}); // its buffers (layer_registration.h)
+//   session->start();                                         // worker 0's parameters to all
+//   for each iteration:
+//     for l = 0 .. L-1: session->waitForParameters(l); forward(l);
+//     for l = L-1 .. 0: backward(l); session->gradientReady(l); // returns at once
+//     session->endIteration();
+//   session->finish();
+//
+// gradientReady(l) hands layer l's sync to the library right after its backward step and
+// returns, so the sync runs while the backward pass goes on with the layers below (wait-free
+// backpropagation, [Poseidon 2015] Algorithm 2); waitForParameters(l) waits for that layer only.
+// HybComm picks each layer's scheme per iteration (PS, SFB for fully-connected layers, ring,
+// Adam-style: trainer/hybcomm/hybcomm.h); every worker applies the same optimizer step to the
+// mean gradient, so all replicas stay bit-identical and P workers of batch K train like one
+// process of batch P*K. Consistency is BSP: a layer's sync needs every worker's gradient.
+//
+// Errors never abort: every call returns a Status naming the layer, the peer or the value. After
+// a sync fails (a peer died, a deadline passed) every later call returns that first failure.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "common/status.h"
+#include "kernels/optimizer_config.h"
+#include "model/model.h"
+#include "trainer/api/job_layout.h"
+#include "trainer/api/layer_registration.h"
+#include "trainer/hybcomm/hybcomm.h"
+#include "trainer/wfbp/pipeline.h"
+#include "transport/bootstrap/launch_env.h"
+#include "transport/device.h"
+
+namespace poseidon::trainer {
+
+struct SessionOptions {
+  // Names the job's store keys and transport contexts; every rank gives the same options.
+  std::string job = "poseidon";
+  JobLayout layout;                                  // workers, PS servers, Adam servers: their sum is the job's size
+  uint64_t batch = 1;                                // K: samples per worker per iteration
+  kernels::OptimizerConfig optimizer;                // run by every worker on the workers' mean gradient
+  HybCommOptions hybcomm;                            // closed form by default
+  uint64_t chunk_bytes = uint64_t{2} << 20;          // the PS's chunks
+  transport::DeviceOptions device;                   // backend, listen address, job secret, streams
+  std::chrono::milliseconds startup_timeout{60000};  // joining, start(), finish()
+  std::chrono::milliseconds sync_timeout{60000};     // each layer's sync, from its report
+  // Servers wait this long for the workers' last goodbye; a worker that dies is noticed at once
+  // (its connections break), one that hangs only by this.
+  std::chrono::milliseconds serve_timeout{std::chrono::hours(24)};
+  // Called once per completed sync, on the library's thread (a timeline records it).
+  std::function<void(const SyncRecord&)> on_sync;
+  // Every this many iterations the workers compare a hash of every replica (0: never).
+  uint64_t replica_check_every = 0;
+};
+
+class Session {
+ public:
+  // Joins the job as the launch environment says (transport/bootstrap/launch_env.h): opens the
+  // store (worker 0 serves it) and this rank's transport device. Fails naming the value when the
+  // options are invalid or the job's size is not the layout's.
+  static Result<std::unique_ptr<Session>> join(const SessionOptions& options);
+  static Result<std::unique_ptr<Session>> join(const SessionOptions& options,
+                                               const transport::bootstrap::LaunchInfo& launch);
+  virtual ~Session() = default;
+
+  virtual int rank() const = 0;
+  virtual JobRole role() const = 0;
+  bool isWorker() const { return role() == JobRole::kWorker; }
+  // "worker 1 (rank 1 of 7)"
+  virtual std::string describe() const = 0;
+
+  // A server rank: reads the model worker 0 publishes at start(), serves the workers until each
+  // has finished, then leaves the job. Fails naming the worker when one breaks off.
+  virtual Status serve() = 0;
+
+  // --- workers ---
+  // Registers the next layer (input to output); returns its index. Before start() only. Fails
+  // naming the layer for a name used twice, or buffers that do not fit its shape and K.
+  virtual Result<size_t> addLayer(const LayerRegistration& layer) = 0;
+  // Sets up the schemes with the registered layers (every worker must register the same layers,
+  // or every worker fails naming the first difference) and copies worker 0's parameters into
+  // every worker's, as PyTorch DDP does.
+  virtual Status start() = 0;
+  // Layer l's gradient (or factors) of this iteration is in its buffers. Returns at once.
+  virtual Status gradientReady(size_t layer) = 0;
+  // Waits until layer l's parameters hold the update of its last reported sync (before its next
+  // forward pass); returns at once before the first report. Deadline: sync_timeout.
+  virtual Status waitForParameters(size_t layer) = 0;
+  // Every layer has reported this iteration's gradient.
+  virtual Status endIteration() = 0;
+  // Waits for the syncs still running, tells the servers this worker is done, leaves the job.
+  virtual Status finish() = 0;
+
+  // Iterations ended so far.
+  virtual uint64_t iteration() const = 0;
+  // The registered model (valid after start()).
+  virtual const model::Model& model() const = 0;
+};
+
+}  // namespace poseidon::trainer

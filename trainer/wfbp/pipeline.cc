@@ -1,0 +1,255 @@
+#include "trainer/wfbp/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/deadline_wait.h"
+
+namespace poseidon::trainer {
+
+namespace {
+
+// How long a pipeline thread waits on a sync before it looks whether the pipeline stops.
+constexpr auto kStopPoll = std::chrono::milliseconds(100);
+
+// dst (cols x rows) = src (rows x cols)^T, in tiles so both sides stay in cache.
+void transpose(const float* src, size_t rows, size_t cols, float* dst) {
+  constexpr size_t kTile = 32;
+  for (size_t i0 = 0; i0 < rows; i0 += kTile) {
+    const size_t i1 = std::min(rows, i0 + kTile);
+    for (size_t j0 = 0; j0 < cols; j0 += kTile) {
+      const size_t j1 = std::min(cols, j0 + kTile);
+      for (size_t i = i0; i < i1; ++i) {
+        for (size_t j = j0; j < j1; ++j) dst[j * rows + i] = src[i * cols + j];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+WfbpPipeline::WfbpPipeline(HybridSync& sync, std::vector<LayerSource> sources, PipelineOptions options)
+    : sync_(sync),
+      sources_(std::move(sources)),
+      options_(std::move(options)),
+      layers_(sync.layerCount()),
+      ready_(2 * sync.layerCount()),
+      started_(2 * sync.layerCount()) {
+  starter_ = std::thread([this] { runStarter(); });
+  completer_ = std::thread([this] { runCompleter(); });
+}
+
+WfbpPipeline::~WfbpPipeline() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  starter_.join();
+  completer_.join();
+}
+
+uint64_t WfbpPipeline::iteration() const {
+  std::lock_guard lock(mutex_);
+  return trainer_iteration_;
+}
+
+void WfbpPipeline::fail(Status status) {
+  if (failure_.isOk()) failure_ = std::move(status);
+}
+
+Status WfbpPipeline::gradientReady(size_t layer) {
+  std::lock_guard lock(mutex_);
+  if (!failure_.isOk()) return failure_;
+  if (layer >= layers_.size()) {
+    return makeStatus(StatusCode::kInvalidArgument, "gradient ready for layer {}: there are {} layers (0..{})", layer,
+                      layers_.size(), layers_.size() - 1);
+  }
+  LayerState& state = layers_[layer];
+  const std::string& name = sync_.hybcomm().layer(layer).name();
+  if (state.reported > trainer_iteration_) {
+    return makeStatus(StatusCode::kInvalidArgument, "layer '{}' reported its gradient twice in iteration {}", name,
+                      trainer_iteration_);
+  }
+  if (state.reported > state.waited) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "layer '{}' reported its gradient of iteration {} before waiting for the parameters of its last "
+                      "sync (call waitForParameters before its forward pass)",
+                      name, trainer_iteration_);
+  }
+  ++state.reported;
+  state.reported_at = Clock::now();
+  ready_[(ready_head_ + ready_count_) % ready_.size()] = Ready{layer, trainer_iteration_};
+  ++ready_count_;
+  changed_.notify_all();
+  return Status::ok();
+}
+
+Status WfbpPipeline::waitForParameters(size_t layer, Deadline deadline) {
+  std::unique_lock lock(mutex_);
+  if (layer >= layers_.size()) {
+    return makeStatus(StatusCode::kInvalidArgument, "waiting for the parameters of layer {}: there are {} layers",
+                      layer, layers_.size());
+  }
+  LayerState& state = layers_[layer];
+  const std::string& name = sync_.hybcomm().layer(layer).name();
+  if (state.reported == 0) return failure_;  // the initial parameters
+  if (state.waited == state.reported) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "waiting for the parameters of layer '{}': no sync of it was started since the last wait "
+                      "(report its gradient first)",
+                      name);
+  }
+  const bool done =
+      waitWithDeadline(changed_, lock, deadline, [&] { return !failure_.isOk() || state.completed >= state.reported; });
+  if (!failure_.isOk()) return failure_;
+  if (!done) {
+    return makeStatus(StatusCode::kTimeout,
+                      "waiting for the parameters of layer '{}' (its sync of iteration {}): "
+                      "not updated by the deadline",
+                      name, state.reported - 1);
+  }
+  state.waited = state.reported;
+  return Status::ok();
+}
+
+Status WfbpPipeline::endIteration() {
+  std::lock_guard lock(mutex_);
+  if (!failure_.isOk()) return failure_;
+  std::string missing;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (layers_[l].reported > trainer_iteration_) continue;
+    if (!missing.empty()) missing += ", ";
+    missing += fmt::format("'{}'", sync_.hybcomm().layer(l).name());
+  }
+  if (!missing.empty()) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "ending iteration {}: every layer reports its gradient once per iteration; not reported: {}",
+                      trainer_iteration_, missing);
+  }
+  ++trainer_iteration_;
+  return Status::ok();
+}
+
+Status WfbpPipeline::drain(Deadline deadline) {
+  std::unique_lock lock(mutex_);
+  uint64_t reported = 0;
+  for (const LayerState& state : layers_) reported = std::max(reported, state.reported);
+  const bool done =
+      waitWithDeadline(changed_, lock, deadline, [&] { return !failure_.isOk() || closed_iterations_ >= reported; });
+  if (!failure_.isOk()) return failure_;
+  if (!done) {
+    return makeStatus(StatusCode::kTimeout, "draining the pipeline: {} of {} iterations closed by the deadline",
+                      closed_iterations_, reported);
+  }
+  return Status::ok();
+}
+
+Status WfbpPipeline::copyIn(size_t layer) {
+  const LayerSource& source = sources_[layer];
+  const model::Layer& shape = sync_.hybcomm().layer(layer);
+  if (shape.isFullyConnected()) {
+    const auto m = static_cast<size_t>(shape.fc().rows), n = static_cast<size_t>(shape.fc().cols);
+    std::span<float> u = sync_.u(layer), v = sync_.v(layer);
+    const size_t k = u.size() / m;
+    if (source.feature_major) {
+      std::copy_n(source.output_gradient, u.size(), u.data());
+      std::copy_n(source.input, v.size(), v.data());
+    } else {
+      transpose(source.output_gradient, k, m, u.data());  // dY (K x M) -> U (M x K)
+      transpose(source.input, k, n, v.data());            // X (K x N) -> V (N x K)
+    }
+    return Status::ok();
+  }
+  std::span<float> gradient = sync_.gradient(layer);
+  std::copy_n(source.gradient, gradient.size(), gradient.data());
+  return Status::ok();
+}
+
+void WfbpPipeline::runStarter() {
+  for (;;) {
+    Ready next;
+    Clock::time_point reported_at;
+    {
+      std::unique_lock lock(mutex_);
+      // A layer of the next iteration waits until this one is closed on the sync.
+      changed_.wait(lock, [&] {
+        return stopping_ || !failure_.isOk() ||
+               (ready_count_ > 0 && ready_[ready_head_].iteration <= closed_iterations_);
+      });
+      if (stopping_ || !failure_.isOk()) return;
+      next = ready_[ready_head_];
+      ready_head_ = (ready_head_ + 1) % ready_.size();
+      --ready_count_;
+      reported_at = layers_[next.layer].reported_at;
+    }
+    Status copied = copyIn(next.layer);
+    transport::RequestPtr request;
+    const Clock::time_point started = Clock::now();
+    if (copied.isOk()) {
+      std::lock_guard sync_lock(sync_mutex_);
+      request = sync_.startLayer(next.layer, Deadline(reported_at + options_.sync_timeout));
+    } else {
+      request = transport::failedRequest("copying the layer's gradient", std::move(copied));
+    }
+    std::lock_guard lock(mutex_);
+    started_[(started_head_ + started_count_) % started_.size()] =
+        Started{next.layer, next.iteration, std::move(request), reported_at, started};
+    ++started_count_;
+    changed_.notify_all();
+  }
+}
+
+void WfbpPipeline::runCompleter() {
+  for (;;) {
+    Started next;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || started_count_ > 0; });
+      if (started_count_ == 0) return;  // stopping, nothing left to collect
+      next = std::move(started_[started_head_]);
+      started_head_ = (started_head_ + 1) % started_.size();
+      --started_count_;
+    }
+    // The sync ends by its own deadline; looking at stopping_ between slices only lets a
+    // destructor go without waiting the full deadline of a sync that no peer will finish.
+    while (!next.request->test()) {
+      (void)next.request->wait(Deadline::after(kStopPoll));
+      std::lock_guard lock(mutex_);
+      if (stopping_ && !next.request->test()) return;
+    }
+    Result<LayerSyncResult> result = LayerSyncResult{};
+    {
+      std::lock_guard sync_lock(sync_mutex_);
+      result = sync_.waitLayer(next.layer, Deadline(Clock::now()));
+    }
+    Status closed;
+    bool last = false;
+    {
+      std::lock_guard lock(mutex_);
+      ++layers_[next.layer].completed;
+      last = ++collected_in_iteration_ == layers_.size();
+      if (!result) fail(result.status());
+    }
+    if (last) {
+      std::lock_guard sync_lock(sync_mutex_);
+      closed = sync_.endIteration(Deadline::after(options_.sync_timeout));
+    }
+    {
+      std::lock_guard lock(mutex_);
+      if (last) {
+        collected_in_iteration_ = 0;
+        ++closed_iterations_;
+        if (!closed.isOk()) fail(closed.withContext(fmt::format("closing iteration {}", next.iteration)));
+      }
+    }
+    changed_.notify_all();
+    if (result && options_.on_sync) {
+      options_.on_sync(SyncRecord{next.layer, next.iteration, result->scheme, next.reported, next.started,
+                                  next.request->completedAt(), result->bytes_sent, result->bytes_received});
+    }
+  }
+}
+
+}  // namespace poseidon::trainer

@@ -1,0 +1,148 @@
+// WfbpPipeline: wait-free backpropagation ([Poseidon 2015] Algorithm 2; [Poseidon ATC'17]
+// section 3.1) over a worker's HybridSync.
+//
+// The trainer's thread only reports and waits: gradientReady(l) right after layer l's backward
+// pass queues the layer and returns at once, so the backward pass goes on with the layers below
+// while l's sync runs; waitForParameters(l) before l's next forward pass waits for that layer
+// only. Two threads of the pipeline do the rest:
+// - the starter takes reported layers in report order, copies the layer's gradient (or, for a
+//   fully-connected layer, its sufficient factors, transposed to the M x K / N x K the schemes
+//   send) into the sync's buffers and starts the sync with the scheme HybComm picked. Starts stay
+//   in report order on one thread because every worker must start a scheme's layers in the same
+//   order (a ring's steps and SFB's banks line up by it); a start never blocks on the network.
+// - the completer collects the syncs in start order (each scheme's driver finishes them and
+//   applies the optimizer step to the replica, whose parameters are the trainer's own memory),
+//   marks each layer updated, and closes the iteration on HybridSync once all its layers are in
+//   (HybComm's decision points, the replica check).
+// Several syncs, of one scheme or of several, are in flight at once: the schemes' driver threads
+// and the transport's progress engine are the pool that moves them.
+//
+// Nothing here allocates per iteration: queues and per-layer records are sized at construction.
+// Until waitForParameters(l) returns, the layer's gradient and factor buffers belong to the
+// pipeline (the starter reads them after gradientReady returned) and its parameters to the sync.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/deadline.h"
+#include "common/status.h"
+#include "scheme/scheme.h"
+#include "trainer/sync/hybrid_sync.h"
+
+namespace poseidon::trainer {
+
+// Where the pipeline reads a layer's gradient each iteration (the trainer's memory).
+struct LayerSource {
+  // Fully-connected layers: the sufficient factors. X is the layer's input, dY the gradient of
+  // its output; batch-major (K x N and K x M, as PyTorch and Caffe store activations) unless
+  // feature_major (N x K and M x K, the schemes' own layout, copied without a transpose).
+  const float* input = nullptr;
+  const float* output_gradient = nullptr;
+  bool feature_major = false;
+  // Other layers: the gradient of the layer's parameters (Layer::params() floats).
+  const float* gradient = nullptr;
+};
+
+// One sync as it happened, for a timeline: reported by gradientReady, started on the network,
+// completed with the layer's parameters updated.
+struct SyncRecord {
+  size_t layer = 0;
+  uint64_t iteration = 0;
+  scheme::Scheme scheme = scheme::Scheme::kPs;
+  Clock::time_point reported{}, started{}, completed{};
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+};
+
+struct PipelineOptions {
+  // Each sync must complete this long after its layer was reported, or it fails naming the layer
+  // and the peer it waited for.
+  std::chrono::milliseconds sync_timeout{60000};
+  // Called on the completer thread once per completed sync (keep it short; it must not call the
+  // pipeline). Empty: none.
+  std::function<void(const SyncRecord&)> on_sync;
+};
+
+class WfbpPipeline {
+ public:
+  // `sources` has one entry per layer of `sync`, which must outlive the pipeline. Starts the two
+  // threads.
+  WfbpPipeline(HybridSync& sync, std::vector<LayerSource> sources, PipelineOptions options);
+  WfbpPipeline(const WfbpPipeline&) = delete;
+  WfbpPipeline& operator=(const WfbpPipeline&) = delete;
+  // Stops the threads; a sync still running ends by its own deadline first.
+  ~WfbpPipeline();
+
+  size_t layerCount() const { return layers_.size(); }
+  // Iterations the trainer has ended (endIteration calls that succeeded).
+  uint64_t iteration() const;
+
+  // Layer l's gradient (or factors) of the current iteration is in its buffers: queue its sync.
+  // Returns at once. Fails for an unknown layer, a layer reported twice in one iteration, or once
+  // the pipeline has failed (the first failure, naming the layer and the scheme, is kept).
+  Status gradientReady(size_t layer);
+  // A layer is reported again only after waitForParameters returned for its previous report.
+  //
+  // Waits until the sync of layer l reported last has updated its parameters. Before the layer's
+  // first report it returns at once (the parameters are the initial ones); a second wait with no
+  // report in between, a sync that failed and the deadline passing are errors naming the layer.
+  Status waitForParameters(size_t layer, Deadline deadline);
+  // Every layer has been reported in this iteration; fails naming those that were not.
+  Status endIteration();
+  // Waits until every reported sync has completed and its iteration is closed.
+  Status drain(Deadline deadline);
+
+ private:
+  struct Started {
+    size_t layer = 0;
+    uint64_t iteration = 0;
+    transport::RequestPtr request;
+    Clock::time_point reported{}, started{};
+  };
+  struct LayerState {
+    uint64_t reported = 0;   // gradientReady calls
+    uint64_t completed = 0;  // syncs completed (successfully or not)
+    uint64_t waited = 0;     // waitForParameters calls that returned updated parameters
+    Clock::time_point reported_at{};
+  };
+
+  void runStarter();
+  void runCompleter();
+  Status copyIn(size_t layer);
+  void fail(Status status);  // keeps the first failure; mutex_ held
+
+  HybridSync& sync_;
+  const std::vector<LayerSource> sources_;
+  const PipelineOptions options_;
+
+  mutable std::mutex mutex_;  // everything below but sync_
+  std::condition_variable changed_;
+  std::vector<LayerState> layers_;
+  // Reported layers not yet started, and started syncs not yet collected: fixed-capacity rings of
+  // two iterations' layers (a layer is reported again only after its last sync was waited for,
+  // so at most two iterations are ever in flight).
+  struct Ready {
+    size_t layer = 0;
+    uint64_t iteration = 0;
+  };
+  std::vector<Ready> ready_;
+  size_t ready_head_ = 0, ready_count_ = 0;
+  std::vector<Started> started_;
+  size_t started_head_ = 0, started_count_ = 0;
+  uint64_t trainer_iteration_ = 0;  // endIteration calls
+  uint64_t closed_iterations_ = 0;  // iterations closed on sync_ (all layers collected)
+  uint64_t collected_in_iteration_ = 0;
+  Status failure_;
+  bool stopping_ = false;
+
+  std::mutex sync_mutex_;  // HybridSync is driven from both threads, one call at a time
+  std::thread starter_, completer_;
+};
+
+}  // namespace poseidon::trainer
