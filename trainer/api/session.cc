@@ -80,6 +80,8 @@ class SessionImpl final : public Session {
     return pipeline_->endIteration();
   }
   Status finish() override;
+  Status saveCheckpoint(const std::string& dir, std::span<const uint8_t> extra) override;
+  Result<std::vector<uint8_t>> restoreCheckpoint(const std::string& dir) override;
 
  private:
   Status running(const char* call) const {
@@ -196,6 +198,19 @@ Status SessionImpl::finish() {
   if (status.isOk()) status = sync_->finish(deadline);
   if (status.isOk()) status = job_->leave(deadline);
   return status.withContext(describe());
+}
+
+Status SessionImpl::saveCheckpoint(const std::string& dir, std::span<const uint8_t> extra) {
+  POSEIDON_RETURN_IF_ERROR(running("saveCheckpoint"));
+  (void)dir;
+  (void)extra;
+  return makeStatus(StatusCode::kUnavailable, "saveCheckpoint is not built yet");
+}
+
+Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& dir) {
+  POSEIDON_RETURN_IF_ERROR(running("restoreCheckpoint"));
+  (void)dir;
+  return makeStatus(StatusCode::kUnavailable, "restoreCheckpoint is not built yet");
 }
 
 Result<model::Model> SessionImpl::publishedModel(Deadline deadline) {

@@ -35,6 +35,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "kernels/optimizer_config.h"
@@ -106,7 +107,20 @@ class Session {
   // Waits for the syncs still running, tells the servers this worker is done, leaves the job.
   virtual Status finish() = 0;
 
-  // Iterations ended so far.
+  // --- exact restart (HybComm mode keeps the weights and the optimizer state on the workers) ---
+  // Waits until every reported sync has completed, then writes this worker's replica (every
+  // layer's parameters and optimizer state), the iteration count and `extra` (the trainer's own
+  // state: its data position, its random state) to <dir>/worker-<rank>.ckpt: written to a
+  // temporary file, checksummed, fsync'ed and renamed, so a crash leaves the old file or the new
+  // one. Every worker calls it after the same endIteration().
+  virtual Status saveCheckpoint(const std::string& dir, std::span<const uint8_t> extra) = 0;
+  // After start() and before the first report: loads <dir>/worker-<rank>.ckpt into the registered
+  // parameters, the optimizer state and the iteration count, checks through the store that every
+  // worker resumes the same iteration, and returns the checkpoint's `extra`. A missing, truncated
+  // or corrupt file, or one of another model, is an error naming the file and what differs.
+  virtual Result<std::vector<uint8_t>> restoreCheckpoint(const std::string& dir) = 0;
+
+  // Iterations ended so far (counting those of a restored checkpoint).
   virtual uint64_t iteration() const = 0;
   // The registered model (valid after start()).
   virtual const model::Model& model() const = 0;
