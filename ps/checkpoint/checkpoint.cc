@@ -11,6 +11,7 @@
 #include "ps/checkpoint/checkpoint_format.h"
 #include "ps/checkpoint/checkpoint_names.h"
 #include "ps/checkpoint/checkpoint_stream.h"
+#include "ps/checkpoint/durable_file.h"
 
 namespace poseidon::ps {
 
@@ -56,28 +57,6 @@ Status checkWrite(const std::string& dir, const CheckpointIdentity& id, const Ch
   return Status::ok();
 }
 
-// Without this a rename (or a new directory) may still be only in memory when the machine loses
-// power.
-Status syncDirectory(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return errnoStatus(StatusCode::kIoError, "open directory " + dir);
-  const bool synced = ::fsync(fd) == 0;
-  Status status = synced ? Status::ok() : errnoStatus(StatusCode::kIoError, "fsync directory " + dir);
-  ::close(fd);
-  return status;
-}
-
-Status makeDirectory(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0) {
-    if (errno == EEXIST) return Status::ok();
-    return errnoStatus(StatusCode::kIoError, "create checkpoint directory " + dir);
-  }
-  std::filesystem::path created = std::filesystem::path(dir).lexically_normal();
-  if (!created.has_filename()) created = created.parent_path();  // "a/b/" is b, whose parent is a
-  const std::filesystem::path parent = created.parent_path();
-  return syncDirectory(parent.empty() ? "." : parent.string());
-}
-
 Status writeTemporary(const std::string& path, const CheckpointIdentity& id, const CheckpointData& data) {
   CheckpointWriter writer(path);
   POSEIDON_RETURN_IF_ERROR(writer.create());
@@ -114,15 +93,11 @@ Status writeCheckpoint(const std::string& dir, const CheckpointIdentity& identit
   POSEIDON_RETURN_IF_ERROR(makeDirectory(dir));
   const std::string temp = checkpointTempPath(dir, identity.server, data.clock);
   const std::string path = checkpointPath(dir, identity.server, data.clock);
-  Status status = writeTemporary(temp, identity, data);
-  if (status.isOk() && ::rename(temp.c_str(), path.c_str()) != 0) {
-    status = errnoStatus(StatusCode::kIoError, fmt::format("rename checkpoint {} to {}", temp, path));
-  }
-  if (!status.isOk()) {
+  if (Status status = writeTemporary(temp, identity, data); !status.isOk()) {
     ::unlink(temp.c_str());  // a partial file only takes space; the previous checkpoint is intact
     return status;
   }
-  POSEIDON_RETURN_IF_ERROR(syncDirectory(dir));
+  POSEIDON_RETURN_IF_ERROR(replaceFile(temp, path, dir));
   return pruneOlder(dir, identity.server, data.clock, keep);
 }
 

@@ -8,6 +8,7 @@
 #include "adam/adam_server.h"
 #include "model/spec.h"
 #include "trainer/api/job_connection.h"
+#include "trainer/api/worker_checkpoint.h"
 #include "trainer/sync/hybrid_ps.h"
 #include "trainer/sync/hybrid_sync.h"
 
@@ -93,6 +94,15 @@ class SessionImpl final : public Session {
   }
   Deadline startupDeadline() const { return Deadline::after(options_.startup_timeout); }
   Status shareInitialParameters(Deadline deadline);
+  std::vector<LayerState> layerStates();
+  WorkerCheckpointIdentity checkpointIdentity() const;
+  Result<uint64_t> commonCheckpoint(const std::string& dir);
+  PipelineOptions pipelineOptions() const {
+    PipelineOptions pipeline;
+    pipeline.sync_timeout = options_.sync_timeout;
+    pipeline.on_sync = options_.on_sync;
+    return pipeline;
+  }
   Result<model::Model> publishedModel(Deadline deadline);
 
   const SessionOptions options_;
@@ -100,6 +110,7 @@ class SessionImpl final : public Session {
   std::vector<LayerRegistration> layers_;
   model::Model model_;
   std::unique_ptr<HybridSync> sync_;
+  std::vector<LayerSource> sources_;
   std::unique_ptr<WfbpPipeline> pipeline_;
 };
 
@@ -149,16 +160,12 @@ Status SessionImpl::start() {
   if (!sync) return sync.status().withContext(describe());
   sync_ = std::move(*sync);
   POSEIDON_RETURN_IF_ERROR(shareInitialParameters(deadline));
-  std::vector<LayerSource> sources;
   for (size_t l = 0; l < layers_.size(); ++l) {
     POSEIDON_RETURN_IF_ERROR(sync_->bindParams(l, layers_[l].params));
     const LayerRegistration& r = layers_[l];
-    sources.push_back({r.input.data(), r.output_gradient.data(), r.feature_major, r.gradient.data()});
+    sources_.push_back({r.input.data(), r.output_gradient.data(), r.feature_major, r.gradient.data()});
   }
-  PipelineOptions pipeline;
-  pipeline.sync_timeout = options_.sync_timeout;
-  pipeline.on_sync = options_.on_sync;
-  pipeline_ = std::make_unique<WfbpPipeline>(*sync_, std::move(sources), std::move(pipeline));
+  pipeline_ = std::make_unique<WfbpPipeline>(*sync_, sources_, pipelineOptions());
   return Status::ok();
 }
 
@@ -200,17 +207,65 @@ Status SessionImpl::finish() {
   return status.withContext(describe());
 }
 
+std::vector<LayerState> SessionImpl::layerStates() {
+  std::vector<LayerState> states;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    states.push_back({sync_->params(l), sync_->optimizerState(l, 0), sync_->optimizerState(l, 1)});
+  }
+  return states;
+}
+
+WorkerCheckpointIdentity SessionImpl::checkpointIdentity() const {
+  return {static_cast<uint32_t>(rank()), static_cast<uint32_t>(options_.layout.workers), &model_, &options_.optimizer};
+}
+
 Status SessionImpl::saveCheckpoint(const std::string& dir, std::span<const uint8_t> extra) {
   POSEIDON_RETURN_IF_ERROR(running("saveCheckpoint"));
-  (void)dir;
-  (void)extra;
-  return makeStatus(StatusCode::kUnavailable, "saveCheckpoint is not built yet");
+  // The syncs of the iterations ended so far complete first: the file holds their updates.
+  POSEIDON_RETURN_IF_ERROR(pipeline_->drain(Deadline::after(options_.sync_timeout)));
+  const std::vector<LayerState> states = layerStates();
+  return writeWorkerCheckpoint(dir, checkpointIdentity(), sync_->iteration(), extra, states).withContext(describe());
+}
+
+Result<uint64_t> SessionImpl::commonCheckpoint(const std::string& dir) {
+  // Every worker names the checkpoints it has; all go on from the newest they all have (a crash
+  // while they wrote one leaves some with it and some without).
+  const std::vector<uint64_t> mine = listWorkerCheckpoints(dir, static_cast<uint32_t>(rank()));
+  std::string listed;
+  for (uint64_t i : mine) listed += fmt::format("{}{}", listed.empty() ? "" : ",", i);
+  transport::bootstrap::StoreView resume = job_->view().child("resume");
+  POSEIDON_RETURN_IF_ERROR(transport::bootstrap::setString(resume, std::to_string(rank()), listed));
+  std::vector<uint64_t> common = mine;
+  for (int w = 0; w < options_.layout.workers; ++w) {
+    auto theirs = transport::bootstrap::getString(resume, std::to_string(w), startupDeadline());
+    if (!theirs) return theirs.status();
+    std::erase_if(common,
+                  [&](uint64_t i) { return (',' + *theirs + ',').find(fmt::format(",{},", i)) == std::string::npos; });
+  }
+  if (common.empty()) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "no checkpoint in {} that every worker has (this worker has iterations [{}])", dir, listed);
+  }
+  return common.back();
 }
 
 Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& dir) {
   POSEIDON_RETURN_IF_ERROR(running("restoreCheckpoint"));
-  (void)dir;
-  return makeStatus(StatusCode::kUnavailable, "restoreCheckpoint is not built yet");
+  if (pipeline_->iteration() != 0 || sync_->iteration() != 0) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "restoreCheckpoint after training began (iteration {}): restore right after start()",
+                      pipeline_->iteration());
+  }
+  auto iteration = commonCheckpoint(dir);
+  if (!iteration) return iteration.status().withContext(describe());
+  const std::vector<LayerState> states = layerStates();
+  auto restored = readWorkerCheckpoint(dir, checkpointIdentity(), *iteration, states);
+  if (!restored) return restored.status().withContext(describe());
+  // A fresh pipeline numbers its syncs from the restored iteration.
+  pipeline_.reset();
+  POSEIDON_RETURN_IF_ERROR(sync_->setIteration(restored->iteration));
+  pipeline_ = std::make_unique<WfbpPipeline>(*sync_, sources_, pipelineOptions(), restored->iteration);
+  return std::move(restored->extra);
 }
 
 Result<model::Model> SessionImpl::publishedModel(Deadline deadline) {

@@ -59,6 +59,22 @@ class HybridSyncImpl final : public HybridSync {
     }
     return replica_.bindParams(layer, params);
   }
+  std::span<float> optimizerState(size_t layer, int word) override {
+    if (layer >= replica_.layerCount() || word < 0 || word >= replica_.optimizer().stateWords()) return {};
+    float* state = word == 0 ? replica_.state0(layer) : replica_.state1(layer);
+    return {state, replica_.params(layer).size()};
+  }
+  uint64_t iteration() const override { return iteration_; }
+  Status setIteration(uint64_t iteration) override {
+    for (const Started& started : started_) {
+      if (started.request) {
+        return makeStatus(StatusCode::kInvalidArgument, "setting the iteration to {} while a sync is started",
+                          iteration);
+      }
+    }
+    iteration_ = iteration;
+    return Status::ok();
+  }
   std::span<float> u(size_t layer) override { return replica_.u(layer); }
   std::span<float> v(size_t layer) override { return replica_.v(layer); }
   std::span<float> gradient(size_t layer) override { return replica_.gradient(layer); }

@@ -91,6 +91,15 @@ class HybridSync {
   // Keeps the layer's parameters in the trainer's own memory from now on (Replica::bindParams):
   // the values there are the replica's. Call before the layer's first sync.
   virtual Status bindParams(size_t layer, std::span<float> params) = 0;
+  // The layer's optimizer state, word 0 or 1 (momentum; Adam's two moments): params(layer).size()
+  // floats, or empty where the optimizer keeps fewer words. A checkpoint saves and restores it.
+  virtual std::span<float> optimizerState(size_t layer, int word) = 0;
+  // The optimizer step the next iteration applies (iterations ended so far, or restored).
+  virtual uint64_t iteration() const = 0;
+  // Continues from `iteration` (a restored checkpoint): the optimizer's schedule and bias
+  // correction go on from there. Refused while a sync is started. HybComm's own bookkeeping is
+  // not restored: the closed form and fixed schemes need none; an adaptive run times afresh.
+  virtual Status setIteration(uint64_t iteration) = 0;
   // FC layers: this iteration's factors, U (M x K) and V (N x K) row-major.
   virtual std::span<float> u(size_t layer) = 0;
   virtual std::span<float> v(size_t layer) = 0;

@@ -29,10 +29,12 @@ void transpose(const float* src, size_t rows, size_t cols, float* dst) {
 
 }  // namespace
 
-WfbpPipeline::WfbpPipeline(HybridSync& sync, std::vector<LayerSource> sources, PipelineOptions options)
+WfbpPipeline::WfbpPipeline(HybridSync& sync, std::vector<LayerSource> sources, PipelineOptions options,
+                           uint64_t first_iteration)
     : sync_(sync),
       sources_(std::move(sources)),
       options_(std::move(options)),
+      first_iteration_(first_iteration),
       layers_(sync.layerCount()),
       ready_(2 * sync.layerCount()),
       started_(2 * sync.layerCount()) {
@@ -52,7 +54,7 @@ WfbpPipeline::~WfbpPipeline() {
 
 uint64_t WfbpPipeline::iteration() const {
   std::lock_guard lock(mutex_);
-  return trainer_iteration_;
+  return first_iteration_ + trainer_iteration_;
 }
 
 void WfbpPipeline::fail(Status status) {
@@ -70,13 +72,13 @@ Status WfbpPipeline::gradientReady(size_t layer) {
   const std::string& name = sync_.hybcomm().layer(layer).name();
   if (state.reported > trainer_iteration_) {
     return makeStatus(StatusCode::kInvalidArgument, "layer '{}' reported its gradient twice in iteration {}", name,
-                      trainer_iteration_);
+                      first_iteration_ + trainer_iteration_);
   }
   if (state.reported > state.waited) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "layer '{}' reported its gradient of iteration {} before waiting for the parameters of its last "
                       "sync (call waitForParameters before its forward pass)",
-                      name, trainer_iteration_);
+                      name, first_iteration_ + trainer_iteration_);
   }
   ++state.reported;
   state.reported_at = Clock::now();
@@ -108,7 +110,7 @@ Status WfbpPipeline::waitForParameters(size_t layer, Deadline deadline) {
     return makeStatus(StatusCode::kTimeout,
                       "waiting for the parameters of layer '{}' (its sync of iteration {}): "
                       "not updated by the deadline",
-                      name, state.reported - 1);
+                      name, first_iteration_ + state.reported - 1);
   }
   state.waited = state.reported;
   return Status::ok();
@@ -126,7 +128,7 @@ Status WfbpPipeline::endIteration() {
   if (!missing.empty()) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "ending iteration {}: every layer reports its gradient once per iteration; not reported: {}",
-                      trainer_iteration_, missing);
+                      first_iteration_ + trainer_iteration_, missing);
   }
   ++trainer_iteration_;
   return Status::ok();
@@ -246,8 +248,9 @@ void WfbpPipeline::runCompleter() {
     }
     changed_.notify_all();
     if (result && options_.on_sync) {
-      options_.on_sync(SyncRecord{next.layer, next.iteration, result->scheme, next.reported, next.started,
-                                  next.request->completedAt(), result->bytes_sent, result->bytes_received});
+      options_.on_sync(SyncRecord{next.layer, first_iteration_ + next.iteration, result->scheme, next.reported,
+                                  next.started, next.request->completedAt(), result->bytes_sent,
+                                  result->bytes_received});
     }
   }
 }

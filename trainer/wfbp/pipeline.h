@@ -72,15 +72,16 @@ struct PipelineOptions {
 class WfbpPipeline {
  public:
   // `sources` has one entry per layer of `sync`, which must outlive the pipeline. Starts the two
-  // threads.
-  WfbpPipeline(HybridSync& sync, std::vector<LayerSource> sources, PipelineOptions options);
+  // threads. `first_iteration`: where a restored run goes on (its syncs are numbered from there).
+  WfbpPipeline(HybridSync& sync, std::vector<LayerSource> sources, PipelineOptions options,
+               uint64_t first_iteration = 0);
   WfbpPipeline(const WfbpPipeline&) = delete;
   WfbpPipeline& operator=(const WfbpPipeline&) = delete;
   // Stops the threads; a sync still running ends by its own deadline first.
   ~WfbpPipeline();
 
   size_t layerCount() const { return layers_.size(); }
-  // Iterations the trainer has ended (endIteration calls that succeeded).
+  // Iterations the trainer has ended (endIteration calls that succeeded, after first_iteration).
   uint64_t iteration() const;
 
   // Layer l's gradient (or factors) of the current iteration is in its buffers: queue its sync.
@@ -120,6 +121,7 @@ class WfbpPipeline {
   HybridSync& sync_;
   const std::vector<LayerSource> sources_;
   const PipelineOptions options_;
+  const uint64_t first_iteration_;
 
   mutable std::mutex mutex_;  // everything below but sync_
   std::condition_variable changed_;
@@ -135,7 +137,7 @@ class WfbpPipeline {
   size_t ready_head_ = 0, ready_count_ = 0;
   std::vector<Started> started_;
   size_t started_head_ = 0, started_count_ = 0;
-  uint64_t trainer_iteration_ = 0;  // endIteration calls
+  uint64_t trainer_iteration_ = 0;  // endIteration calls (counters here count from 0)
   uint64_t closed_iterations_ = 0;  // iterations closed on sync_ (all layers collected)
   uint64_t collected_in_iteration_ = 0;
   Status failure_;

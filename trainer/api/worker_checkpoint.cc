@@ -1,0 +1,146 @@
+#include "trainer/api/worker_checkpoint.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "model/spec.h"
+#include "ps/checkpoint/checkpoint_stream.h"
+#include "ps/checkpoint/durable_file.h"
+#include "transport/wire/crc32c.h"
+
+namespace poseidon::trainer {
+
+namespace {
+
+using ps::checkpoint_format::Radix;
+
+constexpr std::string_view kMagic = "PSDNWKCP";
+constexpr uint32_t kVersion = 1;
+// The trainer's own bytes are a data position and a random state: a little, never megabytes. A
+// reader refuses more before it allocates (the length may be garbage).
+constexpr uint64_t kMaxExtraBytes = uint64_t{1} << 20;
+
+// What a reader compares with the running job; the writer writes the same calls.
+template <typename Io>
+Status header(Io& io, const WorkerCheckpointIdentity& id) {
+  const std::string spec = model::formatModelSpec(*id.model);
+  POSEIDON_RETURN_IF_ERROR(io.magic(kMagic));
+  POSEIDON_RETURN_IF_ERROR(io.version(kVersion));
+  POSEIDON_RETURN_IF_ERROR(io.identity32("rank", id.rank));
+  POSEIDON_RETURN_IF_ERROR(io.identity32("workers", id.workers));
+  POSEIDON_RETURN_IF_ERROR(io.identity32("model_crc", transport::wire::crc32c(spec.data(), spec.size())));
+  POSEIDON_RETURN_IF_ERROR(io.identity64("model_params", id.model->totalParams(), Radix::kDecimal));
+  POSEIDON_RETURN_IF_ERROR(io.identityString("optimizer", id.optimizer->canonical()));
+  return io.identity32("state_words", static_cast<uint32_t>(id.optimizer->stateWords()));
+}
+
+std::vector<uint64_t> packBytes(std::span<const uint8_t> bytes) {
+  std::vector<uint64_t> words((bytes.size() + 7) / 8, 0);
+  if (!bytes.empty()) std::memcpy(words.data(), bytes.data(), bytes.size());
+  return words;
+}
+
+}  // namespace
+
+std::string workerCheckpointPath(const std::string& dir, uint32_t rank, uint64_t iteration) {
+  return fmt::format("{}/worker-{}-{}.ckpt", dir, rank, iteration);
+}
+
+std::vector<uint64_t> listWorkerCheckpoints(const std::string& dir, uint32_t rank) {
+  std::vector<uint64_t> found;
+  std::error_code error;
+  const std::string prefix = fmt::format("worker-{}-", rank);
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix) || !name.ends_with(".ckpt")) continue;  // temporaries end in .tmp.<pid>
+    const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - 5);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 19) continue;
+    found.push_back(std::stoull(digits));
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+Status writeWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdentity& id, uint64_t iteration,
+                             std::span<const uint8_t> extra, std::span<const LayerState> layers) {
+  POSEIDON_RETURN_IF_ERROR(ps::makeDirectory(dir));
+  const std::string path = workerCheckpointPath(dir, id.rank, iteration);
+  const std::string temp = fmt::format("{}.tmp.{}", path, ::getpid());
+  ps::CheckpointWriter writer(temp);
+  const auto write = [&]() -> Status {
+    POSEIDON_RETURN_IF_ERROR(writer.create());
+    POSEIDON_RETURN_IF_ERROR(header(writer, id));
+    const uint64_t numbers[] = {iteration, extra.size()};
+    POSEIDON_RETURN_IF_ERROR(writer.u64s("iteration and extra bytes", numbers, 2));
+    const std::vector<uint64_t> words = packBytes(extra);
+    POSEIDON_RETURN_IF_ERROR(writer.u64s("extra", words, words.size()));
+    for (const LayerState& layer : layers) {
+      POSEIDON_RETURN_IF_ERROR(writer.floats("params", layer.params));
+      POSEIDON_RETURN_IF_ERROR(writer.floats("state0", layer.state0));
+      POSEIDON_RETURN_IF_ERROR(writer.floats("state1", layer.state1));
+    }
+    return writer.finish();
+  };
+  if (Status status = write(); !status.isOk()) {
+    ::unlink(temp.c_str());
+    return status.withContext(fmt::format("writing checkpoint {}", path));
+  }
+  POSEIDON_RETURN_IF_ERROR(ps::replaceFile(temp, path, dir));
+  std::vector<uint64_t> older = listWorkerCheckpoints(dir, id.rank);
+  std::erase_if(older, [iteration](uint64_t i) { return i >= iteration; });
+  if (!older.empty()) older.pop_back();  // the newest before this one stays
+  for (uint64_t i : older) ::unlink(workerCheckpointPath(dir, id.rank, i).c_str());
+  return Status::ok();
+}
+
+Result<RestoredCheckpoint> readWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdentity& id,
+                                                uint64_t iteration, std::span<const LayerState> layers) {
+  const std::string path = workerCheckpointPath(dir, id.rank, iteration);
+  const auto read = [&]() -> Result<RestoredCheckpoint> {
+    ps::CheckpointReader reader(path);
+    POSEIDON_RETURN_IF_ERROR(reader.open());
+    POSEIDON_RETURN_IF_ERROR(header(reader, id));
+    std::vector<uint64_t> numbers;
+    POSEIDON_RETURN_IF_ERROR(reader.u64s("iteration and extra bytes", numbers, 2));
+    if (numbers[1] > kMaxExtraBytes) {
+      return makeStatus(StatusCode::kProtocolError, "the trainer's state is {} bytes, more than the {} allowed",
+                        numbers[1], kMaxExtraBytes);
+    }
+    std::vector<uint64_t> words;
+    POSEIDON_RETURN_IF_ERROR(reader.u64s("extra", words, (numbers[1] + 7) / 8));
+    // Staged, so a file that fails its checksum at the end leaves the caller's memory untouched.
+    std::vector<std::vector<float>> staged;
+    for (const LayerState& layer : layers) {
+      for (std::span<float> part : {layer.params, layer.state0, layer.state1}) {
+        staged.emplace_back(part.size());
+        POSEIDON_RETURN_IF_ERROR(reader.floats("layer data", staged.back()));
+      }
+    }
+    POSEIDON_RETURN_IF_ERROR(reader.checksum());
+    size_t i = 0;
+    for (const LayerState& layer : layers) {
+      for (std::span<float> part : {layer.params, layer.state0, layer.state1}) {
+        std::copy(staged[i].begin(), staged[i].end(), part.begin());
+        ++i;
+      }
+    }
+    if (numbers[0] != iteration) {
+      return makeStatus(StatusCode::kProtocolError, "holds iteration {}, expected {} (its name)", numbers[0],
+                        iteration);
+    }
+    RestoredCheckpoint restored;
+    restored.iteration = numbers[0];
+    restored.extra.resize(numbers[1]);
+    if (!restored.extra.empty()) std::memcpy(restored.extra.data(), words.data(), restored.extra.size());
+    return restored;
+  };
+  auto restored = read();
+  if (!restored) return restored.status().withContext(fmt::format("checkpoint {}", path));
+  return restored;
+}
+
+}  // namespace poseidon::trainer

@@ -1,0 +1,56 @@
+// A worker's checkpoint in HybComm mode, where the weights and the optimizer state live on the
+// workers: every layer's parameters and optimizer state, the iteration the next step applies,
+// and the trainer's own bytes (its data position, its random state), in
+// <dir>/worker-<rank>-<iteration>.ckpt; the newest two are kept, so that a crash while the workers
+// write one still leaves an iteration every worker has. The file is streamed with a running CRC32C (ps/checkpoint's
+// reader and writer) and put in place atomically (ps/checkpoint/durable_file.h).
+//
+// Layout: magic "PSDNWKCP", version, then what the reader checks against the running job — the
+// rank, the number of workers, the model (its spec's CRC and name), the optimizer and its state
+// words — then the iteration, the trainer's bytes, and each layer's parameters and state words.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "kernels/optimizer_config.h"
+#include "model/model.h"
+
+namespace poseidon::trainer {
+
+struct WorkerCheckpointIdentity {
+  uint32_t rank = 0;
+  uint32_t workers = 1;
+  const model::Model* model = nullptr;
+  const kernels::OptimizerConfig* optimizer = nullptr;
+};
+
+// Per layer: its parameters, then its state words (each as many floats, empty when unused).
+struct LayerState {
+  std::span<float> params;
+  std::span<float> state0;
+  std::span<float> state1;
+};
+
+std::string workerCheckpointPath(const std::string& dir, uint32_t rank, uint64_t iteration);
+// The iterations of this rank's complete checkpoints in `dir`, ascending (none when it is missing).
+std::vector<uint64_t> listWorkerCheckpoints(const std::string& dir, uint32_t rank);
+
+// Writes the file of `iteration`, then removes this rank's older files but the newest one before.
+Status writeWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdentity& id, uint64_t iteration,
+                             std::span<const uint8_t> extra, std::span<const LayerState> layers);
+
+struct RestoredCheckpoint {
+  uint64_t iteration = 0;
+  std::vector<uint8_t> extra;
+};
+// Reads into the layers' spans. Errors name the file and the field: missing, truncated, a
+// checksum that does not match, or a field of another job ("model_crc is 0x1234, expected ...").
+// The spans are written only once the whole file has checked out (it is read twice).
+Result<RestoredCheckpoint> readWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdentity& id,
+                                                uint64_t iteration, std::span<const LayerState> layers);
+
+}  // namespace poseidon::trainer
