@@ -60,18 +60,6 @@ Result<std::vector<uint64_t>> layerOffsets(const std::vector<model::Layer>& laye
   return offsets;
 }
 
-Result<RingSetup> fetchSetup(transport::bootstrap::Store& store, const std::string& key, const RingSetup& mine,
-                             int peer_rank, const std::string& peer, const char* role, Deadline deadline) {
-  auto bytes = store.get(key, deadline);
-  if (!bytes) {
-    return bytes.status().withContext(fmt::format("waiting for the ring set-up of our {} {}", role, peer));
-  }
-  auto setup = RingSetup::parse(key, *bytes);
-  if (!setup) return setup.status().withContext(fmt::format("the ring set-up of our {} {}", role, peer));
-  POSEIDON_RETURN_IF_ERROR(checkSameRing(mine, *setup, peer_rank, peer, role));
-  return setup;
-}
-
 // Registers the buffer and staging, publishes them, fetches the neighbours' and posts the first
 // notifications on every pair.
 Status connectRing(RingState& s, transport::bootstrap::Store& store, const RingOptions& options, Deadline deadline) {
@@ -91,28 +79,21 @@ Status connectRing(RingState& s, transport::bootstrap::Store& store, const RingO
   s.staging_region = std::move(*staging);
   if (s.ranks == 1) return Status::ok();
 
-  const RingSetup mine{s.ranks,
-                       s.rank,
-                       s.data_region->remote(),
-                       s.staging_region->remote(),
-                       options.piece_bytes,
-                       s.slots,
-                       publishedLayers(s.layers)};
-  const std::string context_name = s.context.name();
-  POSEIDON_RETURN_IF_ERROR(store.set(ringSetupKey(options.name, context_name, s.rank), mine.serialize()));
+  const RingSetup mine{s.ranks, options.piece_bytes, s.slots, publishedLayers(s.layers)};
+  const RingRendezvous where{store, options.name, s.context.name()};
+  POSEIDON_RETURN_IF_ERROR(
+      publishRingSetup(where, s.rank, mine, {s.data_region->remote(), s.staging_region->remote()}));
   const int pred = (s.rank + s.ranks - 1) % s.ranks;
   const int succ = (s.rank + 1) % s.ranks;
   s.to_pred = &s.context.pair(pred);
   s.to_succ = &s.context.pair(succ);
-  auto succ_setup = fetchSetup(store, ringSetupKey(options.name, context_name, succ), mine, succ, s.to_succ->peerName(),
-                               "successor", deadline);
-  if (!succ_setup) return succ_setup.status();
-  auto pred_setup = fetchSetup(store, ringSetupKey(options.name, context_name, pred), mine, pred, s.to_pred->peerName(),
-                               "predecessor", deadline);
-  if (!pred_setup) return pred_setup.status();
-  s.succ_data = succ_setup->data;
-  s.succ_staging = succ_setup->staging;
-  s.pred_staging = pred_setup->staging;
+  auto succ_regions = fetchRingSetup(where, s.rank, mine, succ, s.to_succ->peerName(), "successor", deadline);
+  if (!succ_regions) return succ_regions.status();
+  auto pred_regions = fetchRingSetup(where, s.rank, mine, pred, s.to_pred->peerName(), "predecessor", deadline);
+  if (!pred_regions) return pred_regions.status();
+  s.succ_data = succ_regions->buffer;
+  s.succ_staging = succ_regions->staging;
+  s.pred_staging = pred_regions->staging;
 
   s.from_pred = s.to_pred->recvImm();
   if (s.ranks > 2) s.from_succ = s.to_succ->recvImm();

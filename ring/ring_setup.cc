@@ -3,87 +3,28 @@
 #include <fmt/format.h>
 
 #include <span>
+#include <string_view>
 
-#include "transport/wire/little_endian.h"
+#include "transport/bootstrap/region_exchange.h"
+#include "transport/wire/crc32c.h"
 
 namespace poseidon::ring {
 
-using transport::RemoteDescriptor;
+namespace bootstrap = transport::bootstrap;
 
 namespace {
 
-constexpr uint32_t kMagic = 0x31474e52;  // "RNG1" read as little-endian bytes
-
-void put32(std::vector<uint8_t>& out, uint32_t value) {
-  out.resize(out.size() + 4);
-  transport::wire::storeLe32(out.data() + out.size() - 4, value);
-}
-void put64(std::vector<uint8_t>& out, uint64_t value) {
-  out.resize(out.size() + 8);
-  transport::wire::storeLe64(out.data() + out.size() - 8, value);
+// "<ring name>/<context name>/rank/<r>".
+bootstrap::RegionExchange exchange(const RingRendezvous& where) {
+  return {bootstrap::StoreView(where.store, where.ring_name).child(where.context_name).child("rank"),
+          {"ring buffer and staging", "rank", "ring shape (rank count, piece size, staging slots and layers)"}};
 }
 
-// Reads fields in order; once a read ran past the end every later read fails too, and the
-// first shortfall is what the error names.
-class Reader {
- public:
-  Reader(const std::string& key, const std::vector<uint8_t>& bytes) : key_(key), bytes_(bytes) {}
+std::string encodedItems(const RingSetup& setup) { return setup.items().encode(); }
 
-  bool u32(uint64_t& value, const char* field) {
-    if (!take(4, field)) return false;
-    value = transport::wire::loadLe32(bytes_.data() + at_);
-    at_ += 4;
-    return true;
-  }
-  bool u64(uint64_t& value, const char* field) {
-    if (!take(8, field)) return false;
-    value = transport::wire::loadLe64(bytes_.data() + at_);
-    at_ += 8;
-    return true;
-  }
-  bool descriptor(RemoteDescriptor& out, const char* field) {
-    if (!take(RemoteDescriptor::kEncodedSize, field)) return false;
-    auto parsed =
-        RemoteDescriptor::parse(std::span<const uint8_t>(bytes_.data() + at_, RemoteDescriptor::kEncodedSize));
-    if (!parsed) {
-      error_ =
-          parsed.status().withContext(fmt::format("store key {}: {}", transport::bootstrap::describeKey(key_), field));
-      return false;
-    }
-    out = *parsed;
-    at_ += RemoteDescriptor::kEncodedSize;
-    return true;
-  }
-  bool text(std::string& out, size_t length, const char* field) {
-    if (!take(length, field)) return false;
-    out.assign(reinterpret_cast<const char*>(bytes_.data() + at_), length);
-    at_ += length;
-    return true;
-  }
-  bool fail(Status status) {
-    error_ = std::move(status);
-    return false;
-  }
-  size_t left() const { return bytes_.size() - at_; }
-  const Status& error() const { return error_; }
-  std::string key() const { return transport::bootstrap::describeKey(key_); }
+uint32_t fingerprintOf(std::string_view encoded) { return transport::wire::crc32c(encoded.data(), encoded.size()); }
 
- private:
-  bool take(size_t length, const char* field) {
-    if (!error_.isOk()) return false;
-    if (length > bytes_.size() - at_) {
-      error_ = makeStatus(StatusCode::kProtocolError, "store key {} holds {} bytes; {} needs {} more at offset {}",
-                          key(), bytes_.size(), field, length, at_);
-      return false;
-    }
-    return true;
-  }
-
-  const std::string& key_;
-  const std::vector<uint8_t>& bytes_;
-  size_t at_ = 0;
-  Status error_;
-};
+std::string rankLabel(int rank) { return fmt::format("rank {}", rank); }
 
 }  // namespace
 
@@ -93,106 +34,48 @@ std::vector<PublishedLayer> publishedLayers(const std::vector<model::Layer>& lay
   return published;
 }
 
-std::vector<uint8_t> RingSetup::serialize() const {
-  std::vector<uint8_t> out;
-  put32(out, kMagic);
-  put32(out, static_cast<uint32_t>(ranks));
-  put32(out, static_cast<uint32_t>(rank));
-  for (const auto& d : {data, staging}) {
-    const auto bytes = d.serialize();
-    out.insert(out.end(), bytes.begin(), bytes.end());
+model::Fingerprint RingSetup::items() const {
+  model::Fingerprint items;
+  items.add("ranks", std::to_string(ranks));
+  items.add("piece_bytes", std::to_string(piece_bytes));
+  items.add("staging_slots", std::to_string(staging_slots));
+  for (size_t i = 0; i < layers.size(); ++i) {
+    items.add(fmt::format("layer {}", i), fmt::format("'{}' of {} floats", layers[i].name, layers[i].floats));
   }
-  put64(out, piece_bytes);
-  put64(out, staging_slots);
-  put64(out, layers.size());
-  for (const PublishedLayer& layer : layers) {
-    put64(out, layer.floats);
-    put32(out, static_cast<uint32_t>(layer.name.size()));
-    out.insert(out.end(), layer.name.begin(), layer.name.end());
-  }
-  return out;
+  return items;
 }
 
-Result<RingSetup> RingSetup::parse(const std::string& key, const std::vector<uint8_t>& bytes) {
-  Reader in(key, bytes);
-  RingSetup setup;
-  uint64_t magic = 0, ranks = 0, rank = 0, count = 0;
-  if (in.u32(magic, "the magic") && magic != kMagic) {
-    in.fail(makeStatus(StatusCode::kProtocolError,
-                       "store key {} starts with {:#010x}, expected ring set-up magic {:#010x}", in.key(), magic,
-                       kMagic));
-  }
-  in.u32(ranks, "the rank count");
-  in.u32(rank, "the rank");
-  in.descriptor(setup.data, "the buffer's descriptor");
-  in.descriptor(setup.staging, "the staging's descriptor");
-  in.u64(setup.piece_bytes, "piece_bytes");
-  in.u64(setup.staging_slots, "staging_slots");
-  // Each layer takes at least 12 bytes, so a count beyond that is a lie, refused before reserving.
-  if (in.u64(count, "the layer count") && count > in.left() / 12) {
-    in.fail(makeStatus(StatusCode::kProtocolError, "store key {} claims {} layers in {} bytes", in.key(), count,
-                       in.left()));
-  }
-  if (!in.error().isOk()) return in.error();
-  setup.ranks = static_cast<int>(ranks);
-  setup.rank = static_cast<int>(rank);
-  setup.layers.resize(count);
-  for (PublishedLayer& layer : setup.layers) {
-    uint64_t floats = 0, name_length = 0;
-    in.u64(floats, "a layer's floats");
-    if (in.u32(name_length, "a layer's name length") && name_length > kMaxRingLayerNameBytes) {
-      in.fail(makeStatus(StatusCode::kProtocolError, "store key {} names a layer of {} bytes, limit {}", in.key(),
-                         name_length, kMaxRingLayerNameBytes));
-    }
-    in.text(layer.name, name_length, "a layer's name");
-    layer.floats = floats;
-  }
-  if (!in.error().isOk()) return in.error();
-  if (in.left() != 0) {
-    return makeStatus(StatusCode::kProtocolError, "store key {} has {} bytes after its last layer", in.key(),
-                      in.left());
-  }
-  return setup;
+uint64_t RingSetup::bufferBytes() const {
+  uint64_t floats = 0;
+  for (const PublishedLayer& layer : layers) floats += layer.floats;
+  return floats * sizeof(float);
 }
 
-std::string ringSetupKey(const std::string& name, const std::string& context_name, int rank) {
-  return fmt::format("{}/{}/rank/{}", name, context_name, rank);
+uint64_t RingSetup::stagingBytes() const { return piece_bytes * staging_slots; }
+
+Status publishRingSetup(const RingRendezvous& where, int rank, const RingSetup& setup, const RingRegions& regions) {
+  const std::string items = encodedItems(setup);
+  const transport::RemoteDescriptor descriptors[] = {regions.buffer, regions.staging};
+  const auto* bytes = reinterpret_cast<const uint8_t*>(items.data());
+  return exchange(where).publish(rank, fingerprintOf(items), descriptors,
+                                 std::span<const uint8_t>(bytes, items.size()));
 }
 
-Status checkSameRing(const RingSetup& mine, const RingSetup& theirs, int expected_rank, const std::string& peer,
-                     const char* role) {
-  auto differs = [&](const std::string& what) {
-    return makeStatus(StatusCode::kInvalidArgument, "our {} {} set up a different ring: {}", role, peer, what);
+Result<RingRegions> fetchRingSetup(const RingRendezvous& where, int rank, const RingSetup& mine, int peer_rank,
+                                   const std::string& peer, const char* role, Deadline deadline) {
+  const model::Fingerprint my_items = mine.items();
+  bootstrap::RegionNeeds needs{fingerprintOf(my_items.encode()), {mine.bufferBytes(), mine.stagingBytes()}};
+  needs.explain_mismatch = [&](std::span<const uint8_t> extra) -> Status {
+    auto theirs =
+        model::Fingerprint::decode(std::string_view(reinterpret_cast<const char*>(extra.data()), extra.size()));
+    if (!theirs) return theirs.status().withContext("its ring items");
+    auto difference = model::firstDifference(my_items, rankLabel(rank), *theirs, rankLabel(peer_rank));
+    if (!difference) return Status::ok();
+    return makeStatus(StatusCode::kInvalidArgument, "{}", *difference);
   };
-  if (theirs.ranks != mine.ranks || theirs.rank != expected_rank) {
-    return differs(fmt::format("it is rank {} of {}; expected rank {} of {}", theirs.rank, theirs.ranks, expected_rank,
-                               mine.ranks));
-  }
-  if (theirs.piece_bytes != mine.piece_bytes || theirs.staging_slots != mine.staging_slots) {
-    return differs(fmt::format("piece_bytes {} and {} staging slots; ours are {} and {}", theirs.piece_bytes,
-                               theirs.staging_slots, mine.piece_bytes, mine.staging_slots));
-  }
-  if (theirs.layers.size() != mine.layers.size()) {
-    return differs(fmt::format("{} layers; we have {}", theirs.layers.size(), mine.layers.size()));
-  }
-  uint64_t total_floats = 0;
-  for (size_t i = 0; i < mine.layers.size(); ++i) {
-    const PublishedLayer& a = mine.layers[i];
-    const PublishedLayer& b = theirs.layers[i];
-    if (a.floats != b.floats || a.name != b.name) {
-      return differs(fmt::format("its layer {} is '{}' of {} floats; ours is '{}' of {} floats", i, b.name, b.floats,
-                                 a.name, a.floats));
-    }
-    total_floats += a.floats;
-  }
-  // Sizes are equal from here on; the regions must hold them (a descriptor is the peer's word).
-  if (theirs.data.length < total_floats * sizeof(float) ||
-      theirs.staging.length < mine.piece_bytes * mine.staging_slots) {
-    return differs(fmt::format("its buffer of {} bytes and staging of {} bytes are smaller than {} and {}",
-                               theirs.data.length, theirs.staging.length, total_floats * sizeof(float),
-                               mine.piece_bytes * mine.staging_slots));
-  }
-  return Status::ok();
+  auto published = exchange(where).fetch(peer_rank, needs, deadline);
+  if (!published) return published.status().withContext(fmt::format("the ring set-up of our {} {}", role, peer));
+  return RingRegions{published->descriptors[0], published->descriptors[1]};
 }
 
 }  // namespace poseidon::ring

@@ -1,27 +1,33 @@
-// RingSetup: what each rank of a ring all-reduce publishes in the bootstrap store, and the check
-// that a neighbour set up the same ring.
+// RingSetup: what every rank of one ring all-reduce must have been started with, and the
+// exchange of each rank's buffer and staging through the bootstrap store
+// (transport/bootstrap/region_exchange.h).
 //
 // A rank needs its successor's buffer and staging (it writes pieces there) and its predecessor's
 // staging (a credit is a zero-length write into it). Both neighbours must have cut the same
 // layers with the same piece size and slot count, or the pieces would not line up; comparing
 // with both neighbours checks every rank, link by link round the ring.
 //
-// Encoding (little-endian): magic "RNG1", ranks u32, rank u32, data and staging remote
-// descriptors (32 bytes each), piece_bytes u64, staging_slots u64, layer count u64, then per
-// layer floats u64, name length u32 and the name's bytes.
+// Each rank publishes its two descriptors under "<ring name>/<context name>/rank/<r>" with the
+// ring's shape (RingSetup::items(), a model::Fingerprint) as the extra bytes and their CRC32C as
+// the fingerprint, so a neighbour set up otherwise is caught by the exchange's fingerprint check
+// and named item by item ("rank 1 has layer 0 = 'fc' of 101 floats, rank 0 has 'fc' of 100
+// floats").
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "ring/ring_allreduce.h"
+#include "common/deadline.h"
+#include "common/status.h"
+#include "model/fingerprint.h"
+#include "model/layer.h"
 #include "transport/bootstrap/store.h"
 #include "transport/memory.h"
 
 namespace poseidon::ring {
 
-// A longer layer name is refused at start, and by a parser rather than trusted as a length.
+// A longer layer name is refused at start: it keeps what a rank publishes small.
 inline constexpr uint64_t kMaxRingLayerNameBytes = 4096;
 
 // What a rank publishes of each layer: its name and the floats its buffer holds
@@ -36,24 +42,39 @@ std::vector<PublishedLayer> publishedLayers(const std::vector<model::Layer>& lay
 
 struct RingSetup {
   int ranks = 0;
-  int rank = 0;
-  transport::RemoteDescriptor data;
-  transport::RemoteDescriptor staging;
   uint64_t piece_bytes = 0;
   uint64_t staging_slots = 0;
   std::vector<PublishedLayer> layers;
 
-  std::vector<uint8_t> serialize() const;
-  // Checks every length against the bytes present before reading; names `key` and what is wrong.
-  static Result<RingSetup> parse(const std::string& key, const std::vector<uint8_t>& bytes);
+  // One item per field and per layer ("layer 0" = "'fc' of 100 floats"), in that order.
+  model::Fingerprint items() const;
+  // The least a neighbour's regions must hold: every layer's floats, and the staging's pieces.
+  uint64_t bufferBytes() const;
+  uint64_t stagingBytes() const;
 };
 
-std::string ringSetupKey(const std::string& name, const std::string& context_name, int rank);
+// A rank's registered memory, as its neighbours write into it.
+struct RingRegions {
+  transport::RemoteDescriptor buffer;
+  transport::RemoteDescriptor staging;
+};
 
-// OK when `theirs` (published by `peer`, e.g. "rank 2 (127.0.0.1:4000)", our `role`, e.g.
-// "successor") describes the same ring as `mine` and regions large enough for it; otherwise
-// kInvalidArgument naming the first difference.
-Status checkSameRing(const RingSetup& mine, const RingSetup& theirs, int expected_rank, const std::string& peer,
-                     const char* role);
+// Where the rendezvous of one ring happens: the ring's name (unique per RingAllreduce within a
+// job: keys are write-once) and the context's.
+struct RingRendezvous {
+  transport::bootstrap::Store& store;
+  std::string ring_name;
+  std::string context_name;
+};
+
+Status publishRingSetup(const RingRendezvous& where, int rank, const RingSetup& setup, const RingRegions& regions);
+
+// The regions `peer_rank` published, checked against `mine`: OK when it was set up the same way
+// and its regions are large enough. Otherwise fails naming `peer` (e.g. "rank 2 (127.0.0.1:4000)"),
+// our `role` (e.g. "successor") and the store key: kInvalidArgument with the first difference,
+// kProtocolError for a value it cannot read or too small a region, kTimeout when nothing was
+// published by the deadline.
+Result<RingRegions> fetchRingSetup(const RingRendezvous& where, int rank, const RingSetup& mine, int peer_rank,
+                                   const std::string& peer, const char* role, Deadline deadline);
 
 }  // namespace poseidon::ring

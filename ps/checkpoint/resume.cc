@@ -5,11 +5,16 @@
 #include <charconv>
 #include <string>
 
+#include "transport/bootstrap/store_view.h"
+
 namespace poseidon::ps {
 
 namespace {
 
-std::string clocksKey(const PsJob& job, int server) { return fmt::format("{}/checkpoints/{}", job.name, server); }
+// "<job>/checkpoints/<server>": the clocks each server has a complete checkpoint of.
+transport::bootstrap::StoreView clocksOf(transport::bootstrap::Store& store, const PsJob& job) {
+  return transport::bootstrap::StoreView(store, job.name).child("checkpoints");
+}
 
 Result<std::vector<uint64_t>> parseClocks(const std::string& key, const std::string& text) {
   std::vector<uint64_t> clocks;
@@ -32,16 +37,17 @@ Result<std::vector<uint64_t>> parseClocks(const std::string& key, const std::str
 
 Status publishCheckpointClocks(transport::bootstrap::Store& store, const PsJob& job, int server,
                                const std::vector<uint64_t>& clocks) {
-  return transport::bootstrap::setString(store, clocksKey(job, server), fmt::format("{}", fmt::join(clocks, ",")));
+  transport::bootstrap::StoreView clocks_of = clocksOf(store, job);
+  return transport::bootstrap::setString(clocks_of, std::to_string(server), fmt::format("{}", fmt::join(clocks, ",")));
 }
 
 Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job, Deadline deadline) {
+  transport::bootstrap::StoreView clocks_of = clocksOf(store, job);
   std::vector<uint64_t> common;
   for (int server = 0; server < job.servers; ++server) {
-    const std::string key = clocksKey(job, server);
-    auto text = transport::bootstrap::getString(store, key, deadline);
+    auto text = transport::bootstrap::getString(clocks_of, std::to_string(server), deadline);
     if (!text) return text.status();
-    auto clocks = parseClocks(key, *text);
+    auto clocks = parseClocks(clocks_of.key(std::to_string(server)), *text);
     if (!clocks) return clocks.status();
     std::sort(clocks->begin(), clocks->end());
     if (server == 0) {

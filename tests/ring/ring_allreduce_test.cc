@@ -409,6 +409,40 @@ TEST(RingAllreduce, APeerWhosePairsCloseFailsTheOthersPromptlyNamingIt) {
   }
 }
 
+// A fake rank 1 publishes another piece size, then (under a fresh ring name) the same ring with
+// too small a staging: rank 0 refuses each at start, naming rank 1 and what is wrong.
+TEST(RingAllreduce, ANeighbourWithOtherOptionsOrTooSmallARegionIsRefusedAtStart) {
+  auto mesh = testing::makeMesh(2, transport::DeviceOptions{}, "ring");
+  ASSERT_TRUE(mesh.isOk()) << mesh.status().toString();
+  auto store = openStore(*mesh);
+  const std::vector<model::Layer> layers{model::Layer::other("w", 100)};
+  RingOptions options;
+  options.piece_bytes = 4096;
+  testing::Buffer data = testing::makeBuffer((*mesh)[1], 100 * sizeof(float));
+  testing::Buffer staging = testing::makeBuffer((*mesh)[1], 4096);
+  const RingRegions regions{data.region->remote(), staging.region->remote()};
+
+  options.name = "other_piece";
+  const RingSetup other_piece{2, 8192, options.staging_slots, publishedLayers(layers)};
+  ASSERT_TRUE(publishRingSetup({*store, options.name, (*mesh)[1].name()}, 1, other_piece, regions).isOk());
+  auto started = RingAllreduce::start((*mesh)[0], *store, layers, options, Deadline::after(5s));
+  ASSERT_FALSE(started.isOk());
+  EXPECT_EQ(started.status().code(), StatusCode::kInvalidArgument) << started.status().toString();
+  EXPECT_NE(started.status().message().find("rank 1 has piece_bytes = 8192, rank 0 has 4096"), std::string::npos)
+      << started.status().toString();
+
+  options.name = "small_staging";  // the staging holds one piece of the eight slots
+  const RingSetup same{2, options.piece_bytes, options.staging_slots, publishedLayers(layers)};
+  ASSERT_TRUE(publishRingSetup({*store, options.name, (*mesh)[1].name()}, 1, same, regions).isOk());
+  started = RingAllreduce::start((*mesh)[0], *store, layers, options, Deadline::after(5s));
+  ASSERT_FALSE(started.isOk());
+  EXPECT_EQ(started.status().code(), StatusCode::kProtocolError) << started.status().toString();
+  EXPECT_NE(started.status().message().find("region 1 is 4096 bytes; this side needs at least 32768"),
+            std::string::npos)
+      << started.status().toString();
+  EXPECT_NE(started.status().message().find("rank 1"), std::string::npos) << started.status().toString();
+}
+
 // A fake rank 1 publishes a proper set-up, then writes a piece labelled with another layer:
 // rank 0 refuses it as a protocol error naming rank 1, and stays broken.
 TEST(RingAllreduce, AnUnexpectedImmediateIsAProtocolErrorNamingThePeer) {
@@ -420,23 +454,17 @@ TEST(RingAllreduce, AnUnexpectedImmediateIsAProtocolErrorNamingThePeer) {
   const std::vector<model::Layer> layers{model::Layer::fullyConnected("fc", 8, 8, true)};
   testing::Buffer data = testing::makeBuffer((*mesh)[1], 64 * sizeof(float));
   testing::Buffer staging = testing::makeBuffer((*mesh)[1], options.piece_bytes * options.staging_slots);
-  const RingSetup fake{2,
-                       1,
-                       data.region->remote(),
-                       staging.region->remote(),
-                       options.piece_bytes,
-                       options.staging_slots,
-                       publishedLayers(layers)};
-  ASSERT_TRUE(store->set(ringSetupKey(options.name, (*mesh)[1].name(), 1), fake.serialize()).isOk());
+  const RingSetup setup{2, options.piece_bytes, options.staging_slots, publishedLayers(layers)};
+  const RingRendezvous where{*store, options.name, (*mesh)[1].name()};
+  ASSERT_TRUE(publishRingSetup(where, 1, setup, {data.region->remote(), staging.region->remote()}).isOk());
 
   auto ring = RingAllreduce::start((*mesh)[0], *store, layers, options, Deadline::after(10s));
   ASSERT_TRUE(ring.isOk()) << ring.status().toString();
-  auto published = store->get(ringSetupKey(options.name, (*mesh)[0].name(), 0), Deadline::after(1s));
-  ASSERT_TRUE(published.isOk());
-  auto setup0 = RingSetup::parse("rank 0", *published);
-  ASSERT_TRUE(setup0.isOk()) << setup0.status().toString();
-  EXPECT_EQ(setup0->layers, (std::vector<PublishedLayer>{{"fc", 64}}));
-  auto wrong = (*mesh)[1].pair(0).write(*data.region, 0, setup0->staging, 0, 32 * sizeof(float),
+  // Rank 0 published the 64 weight floats: fetching its set-up as a ring of that one layer fails otherwise.
+  const RingSetup weights_only{2, options.piece_bytes, options.staging_slots, {{"fc", 64}}};
+  auto rank0 = fetchRingSetup(where, 1, weights_only, 0, "rank 0", "predecessor", Deadline::after(1s));
+  ASSERT_TRUE(rank0.isOk()) << rank0.status().toString();
+  auto wrong = (*mesh)[1].pair(0).write(*data.region, 0, rank0->staging, 0, 32 * sizeof(float),
                                         ringPieceImm(RingImmType::kReduce, /*layer=*/5, 0, 0));
   ASSERT_TRUE(wrong->wait(Deadline::after(5s)).isOk());
 

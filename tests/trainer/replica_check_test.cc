@@ -100,7 +100,7 @@ TEST_F(ReplicaCheckTest, ARankThatNeverPublishesTimesOutNamingIt) {
 }
 
 TEST_F(ReplicaCheckTest, MalformedValuesAndBadRanksAreRefused) {
-  ASSERT_TRUE(store_->set(replicaKey("job/fc6", 4, 1), {1, 2, 3}).isOk());
+  ASSERT_TRUE(store_->set(replicaKey(*store_, "job/fc6", 4, 1), {1, 2, 3}).isOk());
   const std::vector<float> params = replica(10);
   const Deadline deadline = Deadline::after(std::chrono::seconds(5));
   const Status malformed = checkReplicas(*store_, "job/fc6", 0, 2, 4, params, deadline);

@@ -105,6 +105,42 @@ TEST(RegionExchange, AnotherFingerprintIsRefusedNamingBoth) {
   EXPECT_TRUE(contains(got.status(), "0xc0ffee11")) << got.status().toString();
 }
 
+// A caller whose extra bytes describe what the fingerprint covers names the difference; its
+// explanation is given the member's extra bytes, keeps its code, and an OK one leaves the generic
+// message.
+TEST(RegionExchange, AnotherFingerprintIsExplainedFromTheExtraBytesWhenTheCallerCan) {
+  MemoryStore store;
+  RegionExchange ranks = exchange(store);
+  const RemoteDescriptor one[] = {descriptor(1, 64)};
+  const uint8_t extra[] = {'f', 'c', '7'};
+  ASSERT_TRUE(ranks.publish(2, 0x1234, one, extra).isOk());
+  RegionNeeds needs{kFingerprint, {64}};
+  std::vector<uint8_t> seen;
+  needs.explain_mismatch = [&](std::span<const uint8_t> theirs) {
+    seen.assign(theirs.begin(), theirs.end());
+    return makeStatus(StatusCode::kInvalidArgument, "it has layer fc7, we have fc6");
+  };
+  auto got = ranks.fetch(2, needs, Deadline::after(1s));
+  ASSERT_FALSE(got.isOk());
+  EXPECT_EQ(seen, (std::vector<uint8_t>{'f', 'c', '7'}));
+  EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(contains(got.status(), "rank 2 was given other SFB layers than this side: it has layer fc7, we have fc6"))
+      << got.status().toString();
+  EXPECT_TRUE(contains(got.status(), "job/sfb/2")) << got.status().toString();
+
+  needs.explain_mismatch = [](std::span<const uint8_t>) {
+    return makeStatus(StatusCode::kProtocolError, "its layer list is cut");
+  };
+  got = ranks.fetch(2, needs, Deadline::after(1s));
+  EXPECT_EQ(got.status().code(), StatusCode::kProtocolError) << got.status().toString();
+  EXPECT_TRUE(contains(got.status(), "its layer list is cut")) << got.status().toString();
+
+  needs.explain_mismatch = [](std::span<const uint8_t>) { return Status::ok(); };
+  got = ranks.fetch(2, needs, Deadline::after(1s));
+  EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument) << got.status().toString();
+  EXPECT_TRUE(contains(got.status(), "0x00001234")) << got.status().toString();
+}
+
 TEST(RegionExchange, TooSmallARegionIsRefusedNamingItsLengthAndTheNeed) {
   MemoryStore store;
   RegionExchange ranks = exchange(store);

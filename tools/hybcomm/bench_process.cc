@@ -4,6 +4,7 @@
 
 #include "tools/perf/rendezvous.h"
 #include "transport/bootstrap/open_store.h"
+#include "transport/bootstrap/store_view.h"
 
 namespace poseidon::tools {
 
@@ -76,9 +77,11 @@ Result<std::unique_ptr<HybridProcess>> joinHybridJob(const HybBenchCommandLine& 
   }
   base.device = *device;
 
+  // One context per scheme, named "<job>/context/<scheme>": its keys live under that name.
+  const transport::bootstrap::StoreView contexts =
+      transport::bootstrap::StoreView(*base.store, c.job.job_name).child("context");
   const auto join = [&](const char* scheme, int rank, int size) -> Result<std::shared_ptr<transport::Context>> {
-    const std::string name = fmt::format("{}/context/{}", c.job.job_name, scheme);
-    auto context = base.device->createContext(rank, size, name);
+    auto context = base.device->createContext(rank, size, contexts.key(scheme));
     if (!context) return context.status().withContext(who);
     POSEIDON_RETURN_IF_ERROR((*context)->connect(*base.store, base.deadline()).withContext(who));
     return *context;

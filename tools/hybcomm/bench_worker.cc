@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "trainer/hybcomm/store_agreement.h"
+#include "transport/bootstrap/store_view.h"
 
 namespace poseidon::tools {
 
@@ -157,8 +158,9 @@ Status runBenchWorker(const HybBenchCommandLine& c, HybridProcess& p, HybBenchRe
       mine.push_back(s.iterations > 0 ? s.received / n : kUnused);
     }
   }
-  const trainer::Agree agree =
-      trainer::storeAgreement(*p.base.store, c.job.job_name + "/bench-report", p.rank(), c.workers(), p.base.timeout);
+  // "<job>/bench-report/agree/...": a view of a view writes to the job's store itself, so the Agree outlives it.
+  transport::bootstrap::StoreView job(*p.base.store, c.job.job_name);
+  const trainer::Agree agree = trainer::storeAgreement(job, "bench-report", p.rank(), c.workers(), p.base.timeout);
   auto agreed = agree(mine);
   if (!agreed) return agreed.status().withContext("agreeing on the slowest worker's figures");
   size_t at = 0;

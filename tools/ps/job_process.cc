@@ -6,6 +6,7 @@
 
 #include "tools/perf/rendezvous.h"
 #include "transport/bootstrap/open_store.h"
+#include "transport/bootstrap/store_view.h"
 
 namespace poseidon::tools {
 
@@ -124,15 +125,15 @@ Result<std::unique_ptr<JobProcess>> joinJob(const JobOptions& options, Role role
 }
 
 Status leave(JobProcess& process) {
-  bootstrap::Store& store = *process.store;
-  const std::string prefix = process.job.name + "/tools-exit";
-  POSEIDON_RETURN_IF_ERROR(bootstrap::barrier(store, prefix, process.launch.size, process.deadline()));
+  // "<job>/tools-exit/{count,done}" for the barrier, then "<job>/tools-exit/gone/<rank>".
+  bootstrap::StoreView job(*process.store, process.job.name);
+  POSEIDON_RETURN_IF_ERROR(bootstrap::barrier(job, "tools-exit", process.launch.size, process.deadline()));
+  bootstrap::StoreView gone = job.child("tools-exit").child("gone");
   // A rank's last call is a set() the store has answered, so after rank 0 has seen them all,
   // nobody talks to its store any more.
-  if (process.rank() != 0) return bootstrap::setString(store, fmt::format("{}/gone/{}", prefix, process.rank()), "1");
+  if (process.rank() != 0) return bootstrap::setString(gone, std::to_string(process.rank()), "1");
   for (int rank = 1; rank < process.launch.size; ++rank) {
-    POSEIDON_RETURN_IF_ERROR(
-        bootstrap::getString(store, fmt::format("{}/gone/{}", prefix, rank), process.deadline()).status());
+    POSEIDON_RETURN_IF_ERROR(bootstrap::getString(gone, std::to_string(rank), process.deadline()).status());
   }
   return Status::ok();
 }

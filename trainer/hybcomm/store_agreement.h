@@ -14,6 +14,7 @@ namespace poseidon::trainer {
 // "<scope>/agree/<r>/<rank>" and reads every other's, each within `timeout` (a timeout names the
 // worker and the round). Each round leaves P1 small keys in the store (keys are write-once).
 // Vectors of another length than this worker's are refused naming the worker.
+// `store` must outlive the Agree; a StoreView given as `store` need not (views write to the store under them).
 Agree storeAgreement(transport::bootstrap::Store& store, std::string scope, int rank, int workers,
                      std::chrono::milliseconds timeout);
 

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "transport/bootstrap/store_view.h"
 #include "transport/wire/crc32c.h"
 #include "transport/wire/little_endian.h"
 
@@ -20,14 +21,20 @@ struct ReplicaHash {
   bool operator==(const ReplicaHash&) const = default;
 };
 
+// "<scope>/replica/<iteration>": one view per check, each rank's hash under its rank.
+transport::bootstrap::StoreView hashesOf(transport::bootstrap::Store& store, std::string_view scope,
+                                         uint64_t iteration) {
+  return transport::bootstrap::StoreView(store, std::string(scope)).child("replica").child(std::to_string(iteration));
+}
+
 std::string describe(int rank, const ReplicaHash& hash) {
   return fmt::format("rank {} (crc32c {:#010x} over {} floats)", rank, hash.crc, hash.floats);
 }
 
 }  // namespace
 
-std::string replicaKey(std::string_view scope, uint64_t iteration, int rank) {
-  return fmt::format("{}/replica/{}/{}", scope, iteration, rank);
+std::string replicaKey(transport::bootstrap::Store& store, std::string_view scope, uint64_t iteration, int rank) {
+  return hashesOf(store, scope, iteration).key(std::to_string(rank));
 }
 
 Status checkReplicas(transport::bootstrap::Store& store, std::string_view scope, int rank, int size, uint64_t iteration,
@@ -39,7 +46,8 @@ Status checkReplicas(transport::bootstrap::Store& store, std::string_view scope,
   std::vector<uint8_t> value(kValueBytes);
   transport::wire::storeLe32(value.data(), own.crc);
   transport::wire::storeLe64(value.data() + 4, own.floats);
-  POSEIDON_RETURN_IF_ERROR(store.set(replicaKey(scope, iteration, rank), value));
+  transport::bootstrap::StoreView hashes_of = hashesOf(store, scope, iteration);
+  POSEIDON_RETURN_IF_ERROR(hashes_of.set(std::to_string(rank), value));
 
   const auto context = [&] { return fmt::format("replica check of '{}' at iteration {}", scope, iteration); };
   std::vector<ReplicaHash> hashes(static_cast<size_t>(size));
@@ -48,7 +56,7 @@ Status checkReplicas(transport::bootstrap::Store& store, std::string_view scope,
       hashes[static_cast<size_t>(peer)] = own;
       continue;
     }
-    auto got = store.get(replicaKey(scope, iteration, peer), deadline);
+    auto got = hashes_of.get(std::to_string(peer), deadline);
     if (!got) return got.status().withContext(fmt::format("{}: hash of rank {}", context(), peer));
     if (got->size() != kValueBytes) {
       return makeStatus(StatusCode::kProtocolError, "{}: rank {} published {} bytes; expected {}", context(), peer,

@@ -18,7 +18,7 @@ namespace poseidon::trainer {
 
 // "<scope>/replica/<iteration>/<rank>": where `rank` publishes its hash (write-once: one key per
 // check, so a scope is checked at most once per iteration).
-std::string replicaKey(std::string_view scope, uint64_t iteration, int rank);
+std::string replicaKey(transport::bootstrap::Store& store, std::string_view scope, uint64_t iteration, int rank);
 
 // Every rank of `size` calls it with the same scope and iteration. Publishes CRC32C and length of
 // `params`' bytes, waits for every rank's, and fails (kInternal) naming the iteration and the

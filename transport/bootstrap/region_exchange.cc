@@ -83,6 +83,13 @@ Result<PublishedRegions> RegionExchange::parse(int member, const std::vector<uin
                                  value.size(), count, extra, expected_size));
   }
   if (fingerprint != needs.fingerprint) {
+    if (needs.explain_mismatch) {
+      Status why = needs.explain_mismatch(std::span<const uint8_t>(value).last(static_cast<size_t>(extra)));
+      if (!why.isOk()) {
+        return makeStatus(why.code(), "{} was given other {} than this side: {} ({})", who(member),
+                          names_.fingerprint_covers, why.message(), where);
+      }
+    }
     return makeStatus(StatusCode::kInvalidArgument,
                       "{} was given other {} than this side (fingerprint {:#010x}, expected {:#010x}; {})", who(member),
                       names_.fingerprint_covers, fingerprint, needs.fingerprint, where);

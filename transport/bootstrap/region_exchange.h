@@ -8,7 +8,8 @@
 // member (e.g. "rank 2", "server 1") and the full store key:
 //   missing by the deadline  kTimeout (from the store), with "<what> of <member>" prepended
 //   malformed or short value kProtocolError: what is wrong and at which byte
-//   other fingerprint        kInvalidArgument: both fingerprints and what the fingerprint covers
+//   other fingerprint        kInvalidArgument: both fingerprints and what the fingerprint covers, or
+//                            what differs, when the caller can read that from the extra bytes
 //   a region too small       kProtocolError: which region, its length and the length needed
 //
 // Value (little-endian): magic "PSRX" u32, fingerprint u32, descriptor count u32, extra length
@@ -33,6 +34,11 @@ struct RegionNeeds {
   uint32_t fingerprint = 0;
   // One entry per descriptor expected: the fewest bytes that region must have.
   std::vector<uint64_t> min_bytes;
+  // Optional, for callers whose extra bytes describe what the fingerprint covers (a ring's
+  // layers): given a member's extra bytes when its fingerprint differs, says what differs, since
+  // the fingerprint alone only says that something does. An error replaces the generic one,
+  // keeping its code (kProtocolError for extra bytes it cannot read); OK keeps the generic one.
+  std::function<Status(std::span<const uint8_t> extra)> explain_mismatch;
 };
 
 // What a member published.

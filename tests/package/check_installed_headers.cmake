@@ -1,0 +1,28 @@
+# cmake -DSOURCE_DIR=<repository> -DLIST=<file of installed headers, one a line> -P check_installed_headers.cmake
+# Fails when an installed header includes ("x/y.h", from the repository root) a header of the
+# repository that is not installed: a user including the first would not compile.
+cmake_minimum_required(VERSION 3.25)
+file(STRINGS ${LIST} installed)
+list(LENGTH installed count)
+if(count EQUAL 0)
+  message(FATAL_ERROR "${LIST} names no installed header; expected the list poseidon_install_headers() records")
+endif()
+set(holes "")
+foreach(header ${installed})
+  if(NOT EXISTS ${SOURCE_DIR}/${header})
+    string(APPEND holes "  ${header} is installed but is not a file of ${SOURCE_DIR}\n")
+    continue()
+  endif()
+  file(STRINGS ${SOURCE_DIR}/${header} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(line ${lines})
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*$" "\\1" included "${line}")
+    if(EXISTS ${SOURCE_DIR}/${included} AND NOT included IN_LIST installed)
+      string(APPEND holes "  ${header} includes ${included}, which is not installed\n")
+    endif()
+  endforeach()
+endforeach()
+if(NOT holes STREQUAL "")
+  message(FATAL_ERROR "installed headers include uninstalled ones (add them to the module's PUBLIC_HEADERS, "
+    "or keep the include out of the public header):\n${holes}")
+endif()
+message(STATUS "${count} installed headers include only installed ones")
