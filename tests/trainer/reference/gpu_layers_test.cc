@@ -42,59 +42,50 @@ void expectTwins(const LayerRun& gpu, const LayerRun& cpu, double tolerance) {
   EXPECT_TRUE(closeInMaxNorm(gpu.grads, cpu.grads, tolerance, "grads"));
 }
 
+// The CPU layer initialised from `seed`, its parameters copied to the twin, one forward and one
+// backward of both on random x (from seed + 1) and dy (seed + 2); returns the twin's run.
+LayerRun expectParametricTwins(ParametricLayer& cpu, ParametricLayer& gpu, uint64_t seed, bool want_dx = true) {
+  EXPECT_TRUE(cpu.initialize(seed).isOk());
+  copyParameters(cpu, gpu);
+  const std::vector<float> x = randomValues(cpu.inputSize(), seed + 1);
+  const std::vector<float> dy = randomValues(cpu.outputSize(), seed + 2);
+  LayerRun run = runLayer(gpu, x, dy, want_dx);
+  expectTwins(run, runLayer(cpu, x, dy, want_dx), kSumTolerance);
+  EXPECT_EQ(gpu.describe(), cpu.describe());
+  return run;
+}
+
 TEST_F(GpuLayers, FullyConnectedMatchesTheCpuLayer) {
   const SampleShape input{4, 3, 3};  // flattened: N = 36
   auto cpu = FullyConnected::create("fc", kBatch, input, 20).value();
   auto gpu = FullyConnectedCuda::create(context(), "fc", kBatch, input, 20).value();
-  ASSERT_TRUE(cpu->initialize(11).isOk());
-  copyParameters(*cpu, *gpu);
-  const std::vector<float> x = randomValues(cpu->inputSize(), 1);
-  const std::vector<float> dy = randomValues(cpu->outputSize(), 2);
-  expectTwins(runLayer(*gpu, x, dy), runLayer(*cpu, x, dy), kSumTolerance);
-  EXPECT_EQ(gpu->describe(), cpu->describe());
+  expectParametricTwins(*cpu, *gpu, 10);
 }
 
 TEST_F(GpuLayers, FullyConnectedFactorsOnlyFormsDxAndDbButNotDw) {
-  const SampleShape input{12, 1, 1};
-  auto cpu = FullyConnected::create("fc", kBatch, input, 5).value();
-  auto gpu = FullyConnectedCuda::create(context(), "fc", kBatch, input, 5).value();
-  ASSERT_TRUE(cpu->initialize(3).isOk());
-  copyParameters(*cpu, *gpu);
+  auto cpu = FullyConnected::create("fc", kBatch, {12, 1, 1}, 5).value();
+  auto gpu = FullyConnectedCuda::create(context(), "fc", kBatch, {12, 1, 1}, 5).value();
   cpu->setFormWeightGradient(false);
   gpu->setFormWeightGradient(false);
-  const std::vector<float> x = randomValues(cpu->inputSize(), 4);
-  const std::vector<float> dy = randomValues(cpu->outputSize(), 5);
-  const LayerRun g = runLayer(*gpu, x, dy);
-  expectTwins(g, runLayer(*cpu, x, dy), kSumTolerance);
+  const LayerRun g = expectParametricTwins(*cpu, *gpu, 20);
   // dW was never written: the zeros the gradients started with.
   for (size_t i = 0; i < gpu->weightCount(); ++i) ASSERT_EQ(g.grads[i], 0.0f) << "weight gradient " << i;
   // The saved X is a copy of the input: exact.
-  EXPECT_EQ(downloaded(device(), gpu->savedInput()), x);
+  EXPECT_EQ(downloaded(device(), gpu->savedInput()), randomValues(cpu->inputSize(), 21));
 }
 
 TEST_F(GpuLayers, Conv2dMatchesTheCpuLayer) {
-  const SampleShape input{3, 10, 10};
   const Conv2dOptions options{.out_channels = 5, .kernel = 5, .pad = 2};
-  auto cpu = Conv2d::create("conv", kBatch, input, options).value();
-  auto gpu = Conv2dCuda::create(context(), "conv", kBatch, input, options).value();
-  ASSERT_TRUE(cpu->initialize(21).isOk());
-  copyParameters(*cpu, *gpu);
-  const std::vector<float> x = randomValues(cpu->inputSize(), 6);
-  const std::vector<float> dy = randomValues(cpu->outputSize(), 7);
-  expectTwins(runLayer(*gpu, x, dy), runLayer(*cpu, x, dy), kSumTolerance);
-  EXPECT_EQ(gpu->describe(), cpu->describe());
+  auto cpu = Conv2d::create("conv", kBatch, {3, 10, 10}, options).value();
+  auto gpu = Conv2dCuda::create(context(), "conv", kBatch, {3, 10, 10}, options).value();
+  expectParametricTwins(*cpu, *gpu, 30);
 }
 
 TEST_F(GpuLayers, Conv2dWithoutPaddingAndWithoutDx) {
-  const SampleShape input{2, 9, 7};
   const Conv2dOptions options{.out_channels = 3, .kernel = 3, .pad = 0};
-  auto cpu = Conv2d::create("conv", kBatch, input, options).value();
-  auto gpu = Conv2dCuda::create(context(), "conv", kBatch, input, options).value();
-  ASSERT_TRUE(cpu->initialize(22).isOk());
-  copyParameters(*cpu, *gpu);
-  const std::vector<float> x = randomValues(cpu->inputSize(), 8);
-  const std::vector<float> dy = randomValues(cpu->outputSize(), 9);
-  expectTwins(runLayer(*gpu, x, dy, false), runLayer(*cpu, x, dy, false), kSumTolerance);
+  auto cpu = Conv2d::create("conv", kBatch, {2, 9, 7}, options).value();
+  auto gpu = Conv2dCuda::create(context(), "conv", kBatch, {2, 9, 7}, options).value();
+  expectParametricTwins(*cpu, *gpu, 40, /*want_dx=*/false);
 }
 
 TEST_F(GpuLayers, ReluGivesTheCpuBits) {
