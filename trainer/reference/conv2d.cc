@@ -7,23 +7,8 @@
 
 namespace poseidon::trainer::reference {
 
-namespace {
-
-ConvGeometry geometryOf(size_t batch, const SampleShape& input, const Conv2dOptions& options) {
-  return {.batch = batch,
-          .channels = static_cast<size_t>(input.channels),
-          .height = static_cast<size_t>(input.height),
-          .width = static_cast<size_t>(input.width),
-          .kernel_h = options.kernel,
-          .kernel_w = options.kernel,
-          .pad_h = options.pad,
-          .pad_w = options.pad};
-}
-
-}  // namespace
-
-Result<std::unique_ptr<Conv2d>> Conv2d::create(std::string name, size_t batch, SampleShape input,
-                                               Conv2dOptions options) {
+Result<ConvGeometry> convGeometry(const std::string& name, size_t batch, SampleShape input,
+                                  const Conv2dOptions& options) {
   if (batch == 0 || sampleSize(input) == 0 || options.out_channels == 0 || options.kernel == 0 ||
       options.kernel > input.height + 2 * options.pad || options.kernel > input.width + 2 * options.pad) {
     return makeStatus(StatusCode::kInvalidArgument,
@@ -32,7 +17,35 @@ Result<std::unique_ptr<Conv2d>> Conv2d::create(std::string name, size_t batch, S
                       name, batch, input.channels, input.height, input.width, options.out_channels, options.kernel,
                       options.pad);
   }
-  return std::unique_ptr<Conv2d>(new Conv2d(std::move(name), geometryOf(batch, input, options), options.out_channels));
+  return ConvGeometry{.batch = batch,
+                      .channels = static_cast<size_t>(input.channels),
+                      .height = static_cast<size_t>(input.height),
+                      .width = static_cast<size_t>(input.width),
+                      .kernel_h = options.kernel,
+                      .kernel_w = options.kernel,
+                      .pad_h = options.pad,
+                      .pad_w = options.pad};
+}
+
+model::Layer describeConv(const std::string& name, const ConvGeometry& geometry, size_t out_channels) {
+  return model::Layer::convolution(name, model::ConvShape{.out_channels = out_channels,
+                                                          .in_channels = geometry.channels,
+                                                          .kernel_h = geometry.kernel_h,
+                                                          .kernel_w = geometry.kernel_w,
+                                                          .groups = 1,
+                                                          .stride = 1,
+                                                          .out_h = geometry.outHeight(),
+                                                          .out_w = geometry.outWidth(),
+                                                          .bias = true});
+}
+
+Result<std::unique_ptr<Conv2d>> Conv2d::create(std::string name, size_t batch, SampleShape input,
+                                               Conv2dOptions options) {
+  Result<ConvGeometry> geometry = convGeometry(name, batch, input, options);
+  if (!geometry.isOk()) return geometry.status();
+  std::unique_ptr<Conv2d> layer(new Conv2d(std::move(name), *geometry, options.out_channels));
+  POSEIDON_RETURN_IF_ERROR(layer->allocateParameters());
+  return layer;
 }
 
 Conv2d::Conv2d(std::string name, const ConvGeometry& geometry, size_t out_channels)
@@ -44,17 +57,7 @@ Conv2d::Conv2d(std::string name, const ConvGeometry& geometry, size_t out_channe
       columns_(geometry.columnRows() * geometry.columnCols(), 0.0f),
       by_channel_(out_channels * geometry.columnCols(), 0.0f) {}
 
-std::optional<model::Layer> Conv2d::describe() const {
-  return model::Layer::convolution(name(), model::ConvShape{.out_channels = out_channels_,
-                                                            .in_channels = geometry_.channels,
-                                                            .kernel_h = geometry_.kernel_h,
-                                                            .kernel_w = geometry_.kernel_w,
-                                                            .groups = 1,
-                                                            .stride = 1,
-                                                            .out_h = geometry_.outHeight(),
-                                                            .out_w = geometry_.outWidth(),
-                                                            .bias = true});
-}
+std::optional<model::Layer> Conv2d::describe() const { return describeConv(name(), geometry_, out_channels_); }
 
 Status Conv2d::forward(std::span<const float> x, std::span<float> y) {
   POSEIDON_RETURN_IF_ERROR(checkForward(x, y));

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "trainer/reference/im2col.h"
@@ -24,9 +25,16 @@ struct Conv2dOptions {
   size_t pad = 0;     // zeros on each side; (kernel - 1) / 2 keeps H x W for an odd kernel
 };
 
+// The geometry of conv layer `name` (and of its GPU twin): fails, naming the layer and the sizes,
+// for a size of 0 or a kernel wider than the padded input.
+Result<ConvGeometry> convGeometry(const std::string& name, size_t batch, SampleShape input,
+                                  const Conv2dOptions& options);
+// The layer as the library sees it (stride 1, one group, with bias).
+model::Layer describeConv(const std::string& name, const ConvGeometry& geometry, size_t out_channels);
+
 class Conv2d final : public ParametricLayer {
  public:
-  // Fails, naming the layer and the sizes, for a size of 0 or a kernel wider than the padded input.
+  // Fails as convGeometry() does.
   static Result<std::unique_ptr<Conv2d>> create(std::string name, size_t batch, SampleShape input,
                                                 Conv2dOptions options);
 

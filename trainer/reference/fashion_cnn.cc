@@ -4,9 +4,6 @@
 #include <vector>
 
 #include "trainer/reference/conv2d.h"
-#include "trainer/reference/fully_connected.h"
-#include "trainer/reference/max_pool.h"
-#include "trainer/reference/relu.h"
 
 namespace poseidon::trainer::reference {
 
@@ -17,35 +14,40 @@ constexpr Conv2dOptions kConv1{.out_channels = 32, .kernel = 5, .pad = 2};
 constexpr Conv2dOptions kConv2{.out_channels = 64, .kernel = 5, .pad = 2};
 constexpr size_t kHidden = 512;
 
-template <typename T>
-Status append(std::vector<std::unique_ptr<Layer>>& layers, Result<std::unique_ptr<T>> layer) {
+Status append(std::vector<std::unique_ptr<Layer>>& layers, LayerKit::Made layer) {
   if (!layer.isOk()) return layer.status();
   layers.push_back(std::move(layer).value());
   return Status::ok();
 }
 
-Result<std::vector<std::unique_ptr<Layer>>> fashionLayers(size_t batch) {
+Result<std::vector<std::unique_ptr<Layer>>> fashionLayers(const LayerKit& kit, size_t batch) {
   std::vector<std::unique_ptr<Layer>> layers;
   const auto shape = [&layers] { return layers.back()->outputShape(); };
-  POSEIDON_RETURN_IF_ERROR(append(layers, Conv2d::create("conv1", batch, kFashionImage, kConv1)));
-  layers.push_back(std::make_unique<Relu>("relu1", batch, shape()));
-  POSEIDON_RETURN_IF_ERROR(append(layers, MaxPool2d::create("pool1", batch, shape())));
-  POSEIDON_RETURN_IF_ERROR(append(layers, Conv2d::create("conv2", batch, shape(), kConv2)));
-  layers.push_back(std::make_unique<Relu>("relu2", batch, shape()));
-  POSEIDON_RETURN_IF_ERROR(append(layers, MaxPool2d::create("pool2", batch, shape())));
-  POSEIDON_RETURN_IF_ERROR(append(layers, FullyConnected::create("fc1", batch, shape(), kHidden)));
-  layers.push_back(std::make_unique<Relu>("relu3", batch, shape()));
-  POSEIDON_RETURN_IF_ERROR(append(layers, FullyConnected::create("fc2", batch, shape(), kFashionClasses)));
+  POSEIDON_RETURN_IF_ERROR(append(layers, kit.conv("conv1", batch, kFashionImage, kConv1)));
+  POSEIDON_RETURN_IF_ERROR(append(layers, kit.relu("relu1", batch, shape())));
+  POSEIDON_RETURN_IF_ERROR(append(layers, kit.pool("pool1", batch, shape(), 2)));
+  POSEIDON_RETURN_IF_ERROR(append(layers, kit.conv("conv2", batch, shape(), kConv2)));
+  POSEIDON_RETURN_IF_ERROR(append(layers, kit.relu("relu2", batch, shape())));
+  POSEIDON_RETURN_IF_ERROR(append(layers, kit.pool("pool2", batch, shape(), 2)));
+  POSEIDON_RETURN_IF_ERROR(append(layers, kit.fc("fc1", batch, shape(), kHidden)));
+  POSEIDON_RETURN_IF_ERROR(append(layers, kit.relu("relu3", batch, shape())));
+  POSEIDON_RETURN_IF_ERROR(append(layers, kit.fc("fc2", batch, shape(), kFashionClasses)));
   return layers;
 }
 
 }  // namespace
 
-Result<Network> buildFashionCnn(size_t batch, uint64_t seed) {
-  Result<std::vector<std::unique_ptr<Layer>>> layers = fashionLayers(batch);
+Result<Network> buildFashionCnn(size_t batch, uint64_t seed) { return buildFashionCnn(referenceKit(), batch, seed); }
+
+Result<Network> buildFashionCnn(const LayerKit& kit, size_t batch, uint64_t seed) {
+  Result<std::vector<std::unique_ptr<Layer>>> layers = fashionLayers(kit, batch);
   if (!layers.isOk()) return layers.status();
-  Result<Network> network = Network::create(kName, batch, kFashionImage, std::move(layers).value(), kFashionClasses);
-  if (network.isOk()) network->initialize(seed);
+  Result<std::unique_ptr<ClassifierLoss>> loss = kit.loss(batch, kFashionClasses);
+  if (!loss.isOk()) return loss.status();
+  Result<Network> network =
+      Network::create(kName, batch, kFashionImage, std::move(layers).value(), std::move(loss).value(), *kit.memory);
+  if (!network.isOk()) return network;
+  POSEIDON_RETURN_IF_ERROR(network->initialize(seed));
   return network;
 }
 

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "model/model.h"
+#include "trainer/reference/layer_kit.h"
 #include "trainer/reference/network.h"
 
 namespace poseidon::trainer::reference {
@@ -22,8 +23,11 @@ namespace poseidon::trainer::reference {
 inline constexpr size_t kFashionClasses = 10;
 inline constexpr SampleShape kFashionImage{1, 28, 28};
 
-// The network for batch K, parameters initialised from `seed` (Network::initialize).
+// The network for batch K, parameters initialised from `seed` (Network::initialize): the
+// reference layers, or those of `kit` (the GPU twins: cuda/layer_kit_cuda.h), which get the
+// same parameters from the same seed.
 Result<Network> buildFashionCnn(size_t batch, uint64_t seed);
+Result<Network> buildFashionCnn(const LayerKit& kit, size_t batch, uint64_t seed);
 // Its description for batch K: equal to buildFashionCnn(batch, seed)->describe().
 model::Model fashionCnnModel(size_t batch);
 

@@ -7,14 +7,21 @@
 
 namespace poseidon::trainer::reference {
 
-Result<std::unique_ptr<FullyConnected>> FullyConnected::create(std::string name, size_t batch, SampleShape input,
-                                                               size_t outputs) {
+Status checkFullyConnected(const std::string& name, size_t batch, SampleShape input, size_t outputs) {
   if (batch == 0 || sampleSize(input) == 0 || outputs == 0) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "fc layer {}: batch {}, input {} x {} x {}, {} outputs: expected every size >= 1", name, batch,
                       input.channels, input.height, input.width, outputs);
   }
-  return std::unique_ptr<FullyConnected>(new FullyConnected(std::move(name), batch, input, outputs));
+  return Status::ok();
+}
+
+Result<std::unique_ptr<FullyConnected>> FullyConnected::create(std::string name, size_t batch, SampleShape input,
+                                                               size_t outputs) {
+  POSEIDON_RETURN_IF_ERROR(checkFullyConnected(name, batch, input, outputs));
+  std::unique_ptr<FullyConnected> layer(new FullyConnected(std::move(name), batch, input, outputs));
+  POSEIDON_RETURN_IF_ERROR(layer->allocateParameters());
+  return layer;
 }
 
 FullyConnected::FullyConnected(std::string name, size_t batch, SampleShape input, size_t outputs)

@@ -11,13 +11,18 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "trainer/reference/factor_source.h"
 #include "trainer/reference/parametric_layer.h"
 
 namespace poseidon::trainer::reference {
 
-class FullyConnected final : public ParametricLayer {
+// Fails, naming layer `name` and the sizes, when one is 0. FullyConnected and its GPU twin check this.
+Status checkFullyConnected(const std::string& name, size_t batch, SampleShape input, size_t outputs);
+
+class FullyConnected final : public ParametricLayer, public FactorSource {
  public:
   // `input` may be any C x H x W (N = C * H * W); the output is M x 1 x 1. Fails, naming the
   // layer and the sizes, when one is 0.
@@ -34,13 +39,13 @@ class FullyConnected final : public ParametricLayer {
                   std::span<float> dx) override;
 
   // false: backward leaves the weight's gradient untouched (factors-only mode).
-  void setFormWeightGradient(bool form) { form_weight_gradient_ = form; }
-  bool formsWeightGradient() const { return form_weight_gradient_; }
+  void setFormWeightGradient(bool form) override { form_weight_gradient_ = form; }
+  bool formsWeightGradient() const override { return form_weight_gradient_; }
 
   // The last forward's input X, K x N row-major (V^T): the layer's own copy, so the caller may
   // overwrite its input buffer (the next iteration's forward of the layer below) while the factors
   // are still being sent. The span is the same memory for the layer's life.
-  std::span<const float> savedInput() const { return saved_input_; }
+  std::span<const float> savedInput() const override { return saved_input_; }
   // The last backward's dY, K x M row-major (U^T): the caller's memory, as passed to backward.
   std::span<const float> outputGradient() const { return output_gradient_; }
 

@@ -6,8 +6,8 @@
 
 namespace poseidon::trainer::reference {
 
-Layer::Layer(std::string name, size_t batch, SampleShape input, SampleShape output)
-    : name_(std::move(name)), batch_(batch), input_(input), output_(output) {
+Layer::Layer(std::string name, size_t batch, SampleShape input, SampleShape output, const FloatMemory& memory)
+    : name_(std::move(name)), batch_(batch), input_(input), output_(output), memory_(&memory) {
   ensureBlasThreadsChosen();
 }
 

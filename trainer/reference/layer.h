@@ -19,6 +19,7 @@
 #include "common/status.h"
 #include "model/layer.h"
 #include "model/model.h"
+#include "trainer/reference/float_memory.h"
 
 namespace poseidon::trainer::reference {
 
@@ -31,12 +32,15 @@ inline size_t sampleSize(const SampleShape& shape) {
 
 class Layer {
  public:
-  Layer(std::string name, size_t batch, SampleShape input, SampleShape output);
+  // `memory` (which must outlive the layer) is where x, y, dy, dx and the layer's own state live.
+  Layer(std::string name, size_t batch, SampleShape input, SampleShape output,
+        const FloatMemory& memory = hostMemory());
   virtual ~Layer() = default;
   Layer(const Layer&) = delete;
   Layer& operator=(const Layer&) = delete;
 
   const std::string& name() const { return name_; }
+  const FloatMemory& memory() const { return *memory_; }
   // K: the samples of every forward and backward call.
   size_t batch() const { return batch_; }
   const SampleShape& inputShape() const { return input_; }
@@ -69,6 +73,7 @@ class Layer {
   size_t batch_;
   SampleShape input_;
   SampleShape output_;
+  const FloatMemory* memory_;
 };
 
 }  // namespace poseidon::trainer::reference

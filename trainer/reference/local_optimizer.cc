@@ -1,6 +1,7 @@
 #include "trainer/reference/local_optimizer.h"
 
 #include <utility>
+#include <vector>
 
 #include "kernels/dispatch.h"
 
@@ -12,16 +13,26 @@ Result<LocalOptimizer> LocalOptimizer::create(const Network& network, kernels::O
     return makeStatus(StatusCode::kInvalidArgument,
                       "local optimizer: \"sum\" only adds gradients; a local step needs sgd, adagrad or adam");
   }
-  return LocalOptimizer(network, std::move(config));
+  LocalOptimizer optimizer(std::move(config));
+  POSEIDON_RETURN_IF_ERROR(optimizer.allocateState(network));
+  return optimizer;
 }
 
-LocalOptimizer::LocalOptimizer(const Network& network, kernels::OptimizerConfig config) : config_(std::move(config)) {
+Status LocalOptimizer::allocateState(const Network& network) {
+  const FloatMemory& memory = network.memory();
   const int words = config_.stateWords();
   for (size_t l = 0; l < network.parametricCount(); ++l) {
     const size_t floats = network.parametric(l).parameterCount();
-    state0_.emplace_back(words >= 1 ? floats : 0, config_.stateInitialValue(0));
-    state1_.emplace_back(words >= 2 ? floats : 0, config_.stateInitialValue(1));
+    for (int word = 0; word < 2; ++word) {
+      const size_t size = words > word ? floats : 0;
+      Result<FloatBlock> block = memory.allocate(size);
+      if (!block.isOk()) return block.status().withContext("local optimizer");
+      const std::vector<float> initial(size, config_.stateInitialValue(word));
+      POSEIDON_RETURN_IF_ERROR(memory.upload(initial, block->span()).withContext("local optimizer"));
+      (word == 0 ? state0_ : state1_).push_back(std::move(block).value());
+    }
   }
+  return Status::ok();
 }
 
 Status LocalOptimizer::step(Network& network) {
@@ -42,12 +53,12 @@ Status LocalOptimizer::step(Network& network) {
     const float* gradient = layer.grads().data();
     kernels::ChunkUpdate update;
     update.params = layer.params().data();
-    update.state0 = state0_[l].empty() ? nullptr : state0_[l].data();
-    update.state1 = state1_[l].empty() ? nullptr : state1_[l].data();
+    update.state0 = state0_[l].size() == 0 ? nullptr : state0_[l].span().data();
+    update.state1 = state1_[l].size() == 0 ? nullptr : state1_[l].span().data();
     update.count = floats;
     update.gradients = std::span<const float* const>(&gradient, 1);
     update.step = step;
-    const Status status = kernels::chunkUpdate(update, kernels::Place::cpu());
+    const Status status = kernels::chunkUpdate(update, network.memory().place());
     if (!status.isOk()) return status.withContext("local optimizer on layer " + layer.name());
   }
   ++steps_;

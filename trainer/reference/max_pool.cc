@@ -5,8 +5,8 @@
 
 namespace poseidon::trainer::reference {
 
-Result<std::unique_ptr<MaxPool2d>> MaxPool2d::create(std::string name, size_t batch, SampleShape input, size_t window) {
-  // argmax_ holds uint32 indices into x.
+Status checkMaxPool(const std::string& name, size_t batch, SampleShape input, size_t window) {
+  // The argmax is kept as uint32 indices into x.
   const bool fits_index = batch * sampleSize(input) <= std::numeric_limits<uint32_t>::max();
   if (batch == 0 || sampleSize(input) == 0 || window == 0 || window > input.height || window > input.width ||
       !fits_index) {
@@ -15,13 +15,20 @@ Result<std::unique_ptr<MaxPool2d>> MaxPool2d::create(std::string name, size_t ba
                       "window within the input and under 2^32 input floats",
                       name, batch, input.channels, input.height, input.width, window);
   }
+  return Status::ok();
+}
+
+SampleShape pooledShape(SampleShape input, size_t window) {
+  return SampleShape{input.channels, input.height / window, input.width / window};
+}
+
+Result<std::unique_ptr<MaxPool2d>> MaxPool2d::create(std::string name, size_t batch, SampleShape input, size_t window) {
+  POSEIDON_RETURN_IF_ERROR(checkMaxPool(name, batch, input, window));
   return std::unique_ptr<MaxPool2d>(new MaxPool2d(std::move(name), batch, input, window));
 }
 
 MaxPool2d::MaxPool2d(std::string name, size_t batch, SampleShape input, size_t window)
-    : Layer(std::move(name), batch, input, SampleShape{input.channels, input.height / window, input.width / window}),
-      window_(window),
-      argmax_(outputSize(), 0) {}
+    : Layer(std::move(name), batch, input, pooledShape(input, window)), window_(window), argmax_(outputSize(), 0) {}
 
 Status MaxPool2d::forward(std::span<const float> x, std::span<float> y) {
   POSEIDON_RETURN_IF_ERROR(checkForward(x, y));

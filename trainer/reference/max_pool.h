@@ -8,15 +8,22 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "trainer/reference/layer.h"
 
 namespace poseidon::trainer::reference {
 
+// Fails, naming layer `name` and the sizes, for a size of 0, a window larger than the input or an
+// input of 2^32 floats or more (the argmax is a uint32 index). MaxPool2d and its GPU twin check this.
+Status checkMaxPool(const std::string& name, size_t batch, SampleShape input, size_t window);
+// floor(H / window) x floor(W / window), the channels kept.
+SampleShape pooledShape(SampleShape input, size_t window);
+
 class MaxPool2d final : public Layer {
  public:
-  // Fails, naming the layer and the sizes, for a size of 0 or a window larger than the input.
+  // Fails as checkMaxPool() does.
   static Result<std::unique_ptr<MaxPool2d>> create(std::string name, size_t batch, SampleShape input,
                                                    size_t window = 2);
 

@@ -7,6 +7,10 @@
 // once: a fully-connected layer's dY (its factor U^T) stays intact while the layers below run
 // their backward and until the next iteration's backward reaches it again, so a library may send
 // it straight from there.
+//
+// The buffers live in the network's FloatMemory, the one its layers and its loss were built on:
+// host memory for the reference layers, device memory for their GPU twins (cuda/), where every
+// span the network hands out (params, grads, factors, logits) points into device memory.
 #pragma once
 
 #include <cstddef>
@@ -19,9 +23,10 @@
 
 #include "common/status.h"
 #include "model/model.h"
+#include "trainer/reference/classifier_loss.h"
+#include "trainer/reference/float_memory.h"
 #include "trainer/reference/layer.h"
 #include "trainer/reference/parametric_layer.h"
-#include "trainer/reference/softmax_cross_entropy.h"
 
 namespace poseidon::trainer::reference {
 
@@ -47,13 +52,20 @@ class Network {
   // Checks that each layer's input shape and batch are the last one's output shape and batch
   // (the first's: `input`, `batch`) and that the last layer's output is `classes` x 1 x 1;
   // fails naming the layer and the shapes. Parameters start at zero: call initialize().
+  // Host memory, a SoftmaxCrossEntropy on top.
   static Result<Network> create(std::string name, size_t batch, SampleShape input,
                                 std::vector<std::unique_ptr<Layer>> layers, size_t classes);
+  // The same on `memory` (which must outlive the network) with `loss` on top: also fails, naming
+  // the layer, when a layer lives in another memory, or when the loss's batch differs.
+  static Result<Network> create(std::string name, size_t batch, SampleShape input,
+                                std::vector<std::unique_ptr<Layer>> layers, std::unique_ptr<ClassifierLoss> loss,
+                                const FloatMemory& memory);
 
   const std::string& name() const { return name_; }
   size_t batch() const { return batch_; }
   const SampleShape& inputShape() const { return input_; }
-  size_t classes() const { return loss_.classes(); }
+  size_t classes() const { return loss_->classes(); }
+  const FloatMemory& memory() const { return *memory_; }
 
   // Every parametric layer described, in forward order, with the batch and the input shape: what
   // the library is set up from.
@@ -70,7 +82,7 @@ class Network {
   Status bind(size_t l, std::span<float> params, std::span<float> grads);
 
   // Each parametric layer l from std::mt19937_64(layerSeed(seed, l)) (ParametricLayer::initialize).
-  void initialize(uint64_t seed);
+  Status initialize(uint64_t seed);
 
   // Factors-only mode of parametric layer l (see FullyConnected); fails unless it is fully connected.
   Status setFactorsOnly(size_t l, bool factors_only);
@@ -81,23 +93,25 @@ class Network {
 
   void setHooks(NetworkHooks hooks) { hooks_ = std::move(hooks); }
 
-  // One batch: input K x C x H x W (copied in), labels K in [0, classes). Fails on sizes, labels
-  // out of range or a failing hook, naming which.
+  // One batch: input K x C x H x W on the host (copied in), labels K in [0, classes) on the host.
+  // Fails on sizes, labels out of range or a failing hook, naming which.
   Result<LossResult> forward(std::span<const float> input, std::span<const int32_t> labels);
   // Backward through every layer from the last forward's loss, top to bottom; the gradients of
   // the parameters are overwritten. Fails without a forward before it, or on a failing hook.
   Status backward();
 
   // Parametric layer l's input and the gradient of its output from the last forward / backward
-  // (any kind; for bounds on its gradient's rounding, say). Empty for an unknown layer.
+  // (any kind; for bounds on its gradient's rounding, say), in the network's memory. Empty for an
+  // unknown layer.
   std::span<const float> parametricInput(size_t l) const;
   std::span<const float> parametricOutputGradient(size_t l) const;
-  // The last forward's logits, K x classes.
-  std::span<const float> logits() const { return activations_.back(); }
+  // The last forward's logits, K x classes, in the network's memory.
+  std::span<const float> logits() const { return activations_.back().span(); }
 
  private:
   Network(std::string name, size_t batch, SampleShape input, std::vector<std::unique_ptr<Layer>> layers,
-          size_t classes);
+          std::unique_ptr<ClassifierLoss> loss, const FloatMemory& memory);
+  Status allocateBuffers();
 
   std::span<const float> layerInput(size_t i) const;
 
@@ -107,10 +121,11 @@ class Network {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<ParametricLayer*> parametric_;
   std::vector<size_t> parametric_position_;  // index into layers_ of parametric layer l
-  SoftmaxCrossEntropy loss_;
-  std::vector<float> input_copy_;
-  std::vector<std::vector<float>> activations_;  // [i]: layer i's output
-  std::vector<std::vector<float>> gradients_;    // [i]: dL / d(layer i's output)
+  std::unique_ptr<ClassifierLoss> loss_;
+  const FloatMemory* memory_;
+  FloatBlock input_copy_;
+  std::vector<FloatBlock> activations_;  // [i]: layer i's output
+  std::vector<FloatBlock> gradients_;    // [i]: dL / d(layer i's output)
   NetworkHooks hooks_;
   bool have_forward_ = false;
 };

@@ -1,24 +1,29 @@
 #include "trainer/reference/parametric_layer.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "trainer/reference/seeded_init.h"
 
 namespace poseidon::trainer::reference {
 
 ParametricLayer::ParametricLayer(std::string name, size_t batch, SampleShape input, SampleShape output, size_t weights,
-                                 size_t biases, size_t fan_in)
-    : Layer(std::move(name), batch, input, output),
-      weights_(weights),
-      biases_(biases),
-      fan_in_(fan_in),
-      own_params_(weights + biases, 0.0f),
-      own_grads_(weights + biases, 0.0f),
-      params_(own_params_),
-      grads_(own_grads_) {}
+                                 size_t biases, size_t fan_in, const FloatMemory& memory)
+    : Layer(std::move(name), batch, input, output, memory), weights_(weights), biases_(biases), fan_in_(fan_in) {}
+
+Status ParametricLayer::allocateParameters() {
+  for (FloatBlock* block : {&own_params_, &own_grads_}) {
+    Result<FloatBlock> allocated = memory().allocate(parameterCount());
+    if (!allocated.isOk()) return allocated.status().withContext("layer " + name());
+    *block = std::move(allocated).value();
+  }
+  params_ = own_params_.span();
+  grads_ = own_grads_.span();
+  return Status::ok();
+}
 
 Status ParametricLayer::bind(std::span<float> params, std::span<float> grads) {
   POSEIDON_RETURN_IF_ERROR(checkSize("the bound parameters", params.size(), parameterCount()));
@@ -29,18 +34,22 @@ Status ParametricLayer::bind(std::span<float> params, std::span<float> grads) {
   if (bytes > 0 && p < g + bytes && g < p + bytes) {
     return makeStatus(StatusCode::kInvalidArgument, "layer {}: the bound parameters and gradients overlap", name());
   }
-  if (params.data() != params_.data()) std::copy(params_.begin(), params_.end(), params.begin());
+  if (params.data() != params_.data()) {
+    POSEIDON_RETURN_IF_ERROR(memory().copy(params_, params).withContext("layer " + name() + ": bind"));
+  }
   params_ = params;
   grads_ = grads;
-  std::vector<float>().swap(own_params_);
-  std::vector<float>().swap(own_grads_);
+  own_params_ = FloatBlock();
+  own_grads_ = FloatBlock();
   return Status::ok();
 }
 
-void ParametricLayer::initialize(uint64_t seed) {
+Status ParametricLayer::initialize(uint64_t seed) {
   std::mt19937_64 rng(seed);
   const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in_));
-  fillUniform(params_, bound, rng);
+  std::vector<float> values(parameterCount());
+  fillUniform(values, bound, rng);
+  return memory().upload(values, params_).withContext("layer " + name() + ": initialize");
 }
 
 }  // namespace poseidon::trainer::reference

@@ -9,17 +9,7 @@ SoftmaxCrossEntropy::SoftmaxCrossEntropy(size_t batch, size_t classes)
     : batch_(batch), classes_(classes), probabilities_(batch * classes, 0.0f), labels_(batch, 0) {}
 
 Result<LossResult> SoftmaxCrossEntropy::forward(std::span<const float> logits, std::span<const int32_t> labels) {
-  if (logits.size() != batch_ * classes_ || labels.size() != batch_) {
-    return makeStatus(StatusCode::kInvalidArgument,
-                      "softmax cross-entropy: {} logits and {} labels, expected {} and {} (batch {} x {} classes)",
-                      logits.size(), labels.size(), batch_ * classes_, batch_, batch_, classes_);
-  }
-  for (size_t k = 0; k < batch_; ++k) {
-    if (labels[k] < 0 || static_cast<size_t>(labels[k]) >= classes_) {
-      return makeStatus(StatusCode::kInvalidArgument, "softmax cross-entropy: sample {} has label {}, expected 0..{}",
-                        k, labels[k], classes_ - 1);
-    }
-  }
+  POSEIDON_RETURN_IF_ERROR(checkForward(logits.size(), labels));
   // In double: the loss is reported, and exp / log of a double are as reproducible as of a float.
   LossResult result;
   double total = 0.0;
@@ -43,11 +33,7 @@ Result<LossResult> SoftmaxCrossEntropy::forward(std::span<const float> logits, s
 }
 
 Status SoftmaxCrossEntropy::backward(std::span<float> dlogits) const {
-  if (!have_forward_ || dlogits.size() != batch_ * classes_) {
-    return makeStatus(StatusCode::kInvalidArgument,
-                      "softmax cross-entropy backward: {} floats for the gradient, expected {}{}", dlogits.size(),
-                      batch_ * classes_, have_forward_ ? "" : ", and no forward came first");
-  }
+  POSEIDON_RETURN_IF_ERROR(checkBackward(have_forward_, dlogits.size()));
   const float scale = 1.0f / static_cast<float>(batch_);
   for (size_t k = 0; k < batch_; ++k) {
     for (size_t c = 0; c < classes_; ++c) {

@@ -11,26 +11,22 @@
 #include <vector>
 
 #include "common/status.h"
+#include "trainer/reference/classifier_loss.h"
 
 namespace poseidon::trainer::reference {
 
-struct LossResult {
-  double loss = 0.0;   // mean over the batch
-  size_t correct = 0;  // samples whose largest logit (the first, on a tie) is their label
-};
-
-class SoftmaxCrossEntropy {
+class SoftmaxCrossEntropy final : public ClassifierLoss {
  public:
   SoftmaxCrossEntropy(size_t batch, size_t classes);
 
-  size_t batch() const { return batch_; }
-  size_t classes() const { return classes_; }
+  size_t batch() const override { return batch_; }
+  size_t classes() const override { return classes_; }
 
   // logits: K x classes; labels: K values in [0, classes). Fails, naming the sample and the value,
   // on a label out of range, or on sizes that do not match.
-  Result<LossResult> forward(std::span<const float> logits, std::span<const int32_t> labels);
+  Result<LossResult> forward(std::span<const float> logits, std::span<const int32_t> labels) override;
   // dL/dlogits of the last forward, K x classes.
-  Status backward(std::span<float> dlogits) const;
+  Status backward(std::span<float> dlogits) const override;
 
  private:
   size_t batch_;

@@ -26,7 +26,8 @@ Result<Network> tinyCnn(size_t batch, uint64_t seed) {
   layers.push_back(std::make_unique<Relu>("relu2", batch, shape()));
   POSEIDON_RETURN_IF_ERROR(add(FullyConnected::create("fc2", batch, shape(), kFashionClasses)));
   auto network = Network::create("tiny-cnn", batch, kFashionImage, std::move(layers), kFashionClasses);
-  if (network) network->initialize(seed);
+  if (!network) return network.status();
+  POSEIDON_RETURN_IF_ERROR(network->initialize(seed));
   return network;
 }
 

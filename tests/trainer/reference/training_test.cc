@@ -32,7 +32,7 @@ Network smallNetwork(uint64_t seed) {
   layers.push_back(FullyConnected::create("fc", kBatch, layers.back()->outputShape(), kClasses).value());
   Result<Network> network = Network::create("small", kBatch, {1, kSide, kSide}, std::move(layers), kClasses);
   EXPECT_TRUE(network.isOk()) << network.status().toString();
-  network->initialize(seed);
+  EXPECT_TRUE(network->initialize(seed).isOk());
   return std::move(network).value();
 }
 
