@@ -12,8 +12,18 @@
 // its start (the pipeline's copy / transpose of the gradient or factors) and from start to
 // completion (the network and the optimizer step).
 //
+// The process's CPU time per iteration (every thread: the library's, the server's) is printed
+// beside the wall clock: B moves work (the fc layers' U V^T, the optimizer step, the copies) off
+// the trainer's thread onto threads that may use an idle core, so B's wall time can be below A's
+// while its CPU time is not; on a loaded machine its extra threads also take a larger share.
+//
 //   session_overhead_bench [--batch=64] [--rounds=10] [--steps=10] [--threads=1]
 //                          [--benchmark_filter=...]
+//
+// Here (2 cores shared with other jobs, load average 6-10, HybComm: conv1, conv2 on the PS,
+// fc1, fc2 by SFB), batch 64, one OpenBLAS thread: A 104 ms, B 101 ms per iteration, B / A 0.975
+// over the run and 1.016 the median of 10 pairs; process CPU B / A 0.99. With --rounds=20: wall
+// 0.92 (median 0.91, pairs from 0.42 to 1.69 as the neighbours' load came and went), CPU 1.003.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
