@@ -5,30 +5,23 @@
 //   fashion_cnn_bench [--benchmark_repetitions=5] [--benchmark_min_time=2s]
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
-#include <random>
+#include <cstdio>
 #include <string>
-#include <string_view>
-#include <vector>
 
+#include "benchmarks/trainer/bench_flags.h"
+#include "benchmarks/trainer/random_batch.h"
 #include "kernels/optimizer_config.h"
 #include "trainer/reference/blas.h"
 #include "trainer/reference/fashion_cnn.h"
 #include "trainer/reference/local_optimizer.h"
-#include "trainer/reference/seeded_init.h"
 
 namespace poseidon::trainer::reference {
 namespace {
 
 struct Fixture {
-  explicit Fixture(size_t batch) : network(buildFashionCnn(batch, 1).value()), images(batch * 28 * 28), labels(batch) {
-    std::mt19937_64 rng(2);
-    for (float& v : images) v = unitFloat(rng);
-    for (int32_t& label : labels) label = static_cast<int32_t>(rng() % kFashionClasses);
-  }
+  explicit Fixture(size_t batch) : network(buildFashionCnn(batch, 1).value()), data(batch) {}
   Network network;
-  std::vector<float> images;
-  std::vector<int32_t> labels;
+  RandomBatch data;
 };
 
 void setCounters(benchmark::State& state, size_t batch) {
@@ -42,7 +35,8 @@ void forwardBackward(benchmark::State& state) {
   const auto batch = static_cast<size_t>(state.range(0));
   Fixture fixture(batch);
   for (auto _ : state) {
-    if (!fixture.network.forward(fixture.images, fixture.labels).isOk() || !fixture.network.backward().isOk()) {
+    if (!fixture.network.forward(fixture.data.images, fixture.data.labels).isOk() ||
+        !fixture.network.backward().isOk()) {
       state.SkipWithError("the step failed");
       break;
     }
@@ -56,8 +50,8 @@ void forwardBackwardStep(benchmark::State& state) {
   LocalOptimizer optimizer =
       LocalOptimizer::create(fixture.network, kernels::parseOptimizer("sgd:lr=0.01,momentum=0.9").value()).value();
   for (auto _ : state) {
-    if (!fixture.network.forward(fixture.images, fixture.labels).isOk() || !fixture.network.backward().isOk() ||
-        !optimizer.step(fixture.network).isOk()) {
+    if (!fixture.network.forward(fixture.data.images, fixture.data.labels).isOk() ||
+        !fixture.network.backward().isOk() || !optimizer.step(fixture.network).isOk()) {
       state.SkipWithError("the step failed");
       break;
     }
@@ -73,20 +67,15 @@ BENCHMARK(forwardBackwardStep)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealT
 
 int main(int argc, char** argv) {
   // --threads=N: OpenBLAS threads (default 1, as the library's workers run).
-  int threads = 1;
-  std::vector<char*> rest;
-  for (int i = 0; i < argc; ++i) {
-    const std::string_view arg(argv[i]);
-    if (arg.starts_with("--threads=")) {
-      threads = std::atoi(argv[i] + 10);
-    } else {
-      rest.push_back(argv[i]);
-    }
+  poseidon::bench::BenchFlags flags(argc, argv, {{"threads", 1}});
+  if (!flags.error().empty()) {
+    std::fprintf(stderr, "fashion_cnn_bench: %s\n", flags.error().c_str());
+    return 1;
   }
-  poseidon::trainer::reference::setBlasThreads(threads);
-  int count = static_cast<int>(rest.size());
-  benchmark::Initialize(&count, rest.data());
-  if (benchmark::ReportUnrecognizedArguments(count, rest.data())) return 1;
+  poseidon::trainer::reference::setBlasThreads(static_cast<int>(flags.value("threads")));
+  int count = flags.restCount();
+  benchmark::Initialize(&count, flags.rest());
+  if (benchmark::ReportUnrecognizedArguments(count, flags.rest())) return 1;
   benchmark::AddCustomContext("blas_threads", std::to_string(poseidon::trainer::reference::blasThreads()));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
