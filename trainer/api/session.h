@@ -100,7 +100,8 @@ class Session {
   // Layer l's gradient (or factors) of this iteration is in its buffers. Returns at once.
   virtual Status gradientReady(size_t layer) = 0;
   // Waits until layer l's parameters hold the update of its last reported sync (before its next
-  // forward pass); returns at once before the first report. Deadline: sync_timeout.
+  // forward pass); returns at once when none is outstanding (before the first report, or waited
+  // for already). Deadline: sync_timeout. Before start() (no sync can have started) an error.
   virtual Status waitForParameters(size_t layer) = 0;
   // Every layer has reported this iteration's gradient.
   virtual Status endIteration() = 0;

@@ -48,6 +48,8 @@ WfbpPipeline::~WfbpPipeline() {
     stopping_ = true;
   }
   changed_.notify_all();
+  starter_wake_.notify_all();
+  completer_wake_.notify_all();
   starter_.join();
   completer_.join();
 }
@@ -62,7 +64,7 @@ void WfbpPipeline::fail(Status status) {
 }
 
 Status WfbpPipeline::gradientReady(size_t layer) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   if (!failure_.isOk()) return failure_;
   if (layer >= layers_.size()) {
     return makeStatus(StatusCode::kInvalidArgument, "gradient ready for layer {}: there are {} layers (0..{})", layer,
@@ -84,7 +86,10 @@ Status WfbpPipeline::gradientReady(size_t layer) {
   state.reported_at = Clock::now();
   ready_[(ready_head_ + ready_count_) % ready_.size()] = Ready{layer, trainer_iteration_};
   ++ready_count_;
-  changed_.notify_all();
+  // Woken after the lock is released, and only the starter: the trainer's thread must not be
+  // pre-empted here by a thread that would first block on the lock it still holds.
+  lock.unlock();
+  starter_wake_.notify_one();
   return Status::ok();
 }
 
@@ -96,13 +101,8 @@ Status WfbpPipeline::waitForParameters(size_t layer, Deadline deadline) {
   }
   LayerState& state = layers_[layer];
   const std::string& name = sync_.hybcomm().layer(layer).name();
-  if (state.reported == 0) return failure_;  // the initial parameters
-  if (state.waited == state.reported) {
-    return makeStatus(StatusCode::kInvalidArgument,
-                      "waiting for the parameters of layer '{}': no sync of it was started since the last wait "
-                      "(report its gradient first)",
-                      name);
-  }
+  // Nothing outstanding (the initial parameters, or a sync already waited for): they are current.
+  if (state.waited == state.reported) return failure_;
   const bool done =
       waitWithDeadline(changed_, lock, deadline, [&] { return !failure_.isOk() || state.completed >= state.reported; });
   if (!failure_.isOk()) return failure_;
@@ -176,7 +176,7 @@ void WfbpPipeline::runStarter() {
     {
       std::unique_lock lock(mutex_);
       // A layer of the next iteration waits until this one is closed on the sync.
-      changed_.wait(lock, [&] {
+      starter_wake_.wait(lock, [&] {
         return stopping_ || !failure_.isOk() ||
                (ready_count_ > 0 && ready_[ready_head_].iteration <= closed_iterations_);
       });
@@ -195,11 +195,13 @@ void WfbpPipeline::runStarter() {
     } else {
       request = transport::failedRequest("copying the layer's gradient", std::move(copied));
     }
-    std::lock_guard lock(mutex_);
-    started_[(started_head_ + started_count_) % started_.size()] =
-        Started{next.layer, next.iteration, std::move(request), reported_at, started};
-    ++started_count_;
-    changed_.notify_all();
+    {
+      std::lock_guard lock(mutex_);
+      started_[(started_head_ + started_count_) % started_.size()] =
+          Started{next.layer, next.iteration, std::move(request), reported_at, started};
+      ++started_count_;
+    }
+    completer_wake_.notify_one();
   }
 }
 
@@ -208,7 +210,7 @@ void WfbpPipeline::runCompleter() {
     Started next;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return stopping_ || started_count_ > 0; });
+      completer_wake_.wait(lock, [&] { return stopping_ || started_count_ > 0; });
       if (started_count_ == 0) return;  // stopping, nothing left to collect
       next = std::move(started_[started_head_]);
       started_head_ = (started_head_ + 1) % started_.size();
@@ -247,6 +249,7 @@ void WfbpPipeline::runCompleter() {
       }
     }
     changed_.notify_all();
+    if (last || !result) starter_wake_.notify_one();  // the next iteration may start, or stop
     if (result && options_.on_sync) {
       options_.on_sync(SyncRecord{next.layer, first_iteration_ + next.iteration, result->scheme, next.reported,
                                   next.started, next.request->completedAt(), result->bytes_sent,

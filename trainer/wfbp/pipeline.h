@@ -90,9 +90,10 @@ class WfbpPipeline {
   Status gradientReady(size_t layer);
   // A layer is reported again only after waitForParameters returned for its previous report.
   //
-  // Waits until the sync of layer l reported last has updated its parameters. Before the layer's
-  // first report it returns at once (the parameters are the initial ones); a second wait with no
-  // report in between, a sync that failed and the deadline passing are errors naming the layer.
+  // Waits until the sync of layer l reported last has updated its parameters; returns at once
+  // when there is none outstanding (before the layer's first report, or a second wait: the
+  // parameters are current). A sync that failed and the deadline passing are errors naming the
+  // layer.
   Status waitForParameters(size_t layer, Deadline deadline);
   // Every layer has been reported in this iteration; fails naming those that were not.
   Status endIteration();
@@ -123,8 +124,10 @@ class WfbpPipeline {
   const PipelineOptions options_;
   const uint64_t first_iteration_;
 
-  mutable std::mutex mutex_;  // everything below but sync_
-  std::condition_variable changed_;
+  mutable std::mutex mutex_;                // everything below but sync_
+  std::condition_variable changed_;         // a layer's sync completed, an iteration closed, a failure
+  std::condition_variable starter_wake_;    // a layer was reported, an iteration closed, stop
+  std::condition_variable completer_wake_;  // a sync was started, stop
   std::vector<LayerState> layers_;
   // Reported layers not yet started, and started syncs not yet collected: fixed-capacity rings of
   // two iterations' layers (a layer is reported again only after its last sync was waited for,

@@ -8,7 +8,8 @@
 
 namespace poseidon::testing {
 
-std::vector<Status> runSessionJob(const trainer::SessionOptions& options, const WorkerBody& worker) {
+std::vector<Status> runSessionJob(const trainer::SessionOptions& options, const WorkerBody& worker,
+                                  const std::function<void(int rank, trainer::SessionOptions&)>& per_rank) {
   TempDir dir;
   const int size = options.layout.size();
   std::vector<Status> statuses(static_cast<size_t>(size));
@@ -21,7 +22,9 @@ std::vector<Status> runSessionJob(const trainer::SessionOptions& options, const 
       launch.source = "test";
       launch.file_store_dir = dir.path();
       Status& status = statuses[static_cast<size_t>(rank)];
-      auto session = trainer::Session::join(options, launch);
+      trainer::SessionOptions mine = options;
+      if (per_rank) per_rank(rank, mine);
+      auto session = trainer::Session::join(mine, launch);
       if (!session) {
         status = session.status();
         return;

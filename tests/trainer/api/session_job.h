@@ -12,8 +12,10 @@ namespace poseidon::testing {
 // A worker's part after join(): register, start, train, finish.
 using WorkerBody = std::function<Status(trainer::Session& session, int worker)>;
 
-// Each rank's status: join()'s failure, or the worker body's / serve()'s outcome.
-std::vector<Status> runSessionJob(const trainer::SessionOptions& options, const WorkerBody& worker);
+// Each rank's status: join()'s failure, or the worker body's / serve()'s outcome. `per_rank`, when
+// set, adjusts a rank's copy of the options (its own timeline callback, say).
+std::vector<Status> runSessionJob(const trainer::SessionOptions& options, const WorkerBody& worker,
+                                  const std::function<void(int rank, trainer::SessionOptions&)>& per_rank = {});
 
 // "" when every status is OK, else one line per failed rank.
 std::string failures(const std::vector<Status>& statuses);
