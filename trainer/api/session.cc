@@ -11,6 +11,7 @@
 #include "trainer/api/worker_checkpoint.h"
 #include "trainer/sync/hybrid_ps.h"
 #include "trainer/sync/hybrid_sync.h"
+#include "transport/device_memory.h"
 
 namespace poseidon::trainer {
 
@@ -45,6 +46,31 @@ Status validateOptions(const SessionOptions& options) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "the layout has {} Adam servers, but HybComm, so configured, never picks the Adam-style scheme",
                       options.layout.adam_servers);
+  }
+  return Status::ok();
+}
+
+// The pipeline reads and writes the buffers on the CPU; a stream pool that stages GPU buffers is
+// not built yet, so a device pointer is refused here rather than faulting later.
+Status refuseDeviceMemory(const LayerRegistration& layer) {
+  const auto device = transport::builtinDeviceMemory();
+  const struct {
+    const char* what;
+    const void* data;
+    size_t bytes;
+  } buffers[] = {{"params", layer.params.data(), layer.params.size_bytes()},
+                 {"input", layer.input.data(), layer.input.size_bytes()},
+                 {"output_gradient", layer.output_gradient.data(), layer.output_gradient.size_bytes()},
+                 {"gradient", layer.gradient.data(), layer.gradient.size_bytes()}};
+  for (const auto& buffer : buffers) {
+    if (buffer.bytes == 0) continue;
+    auto on_device = device->isDeviceMemory(buffer.data, buffer.bytes);
+    if (on_device.isOk() && *on_device) {
+      return makeStatus(StatusCode::kUnavailable,
+                        "layer '{}': {} is GPU memory; the Session takes host buffers only for now (copy to pinned "
+                        "host memory first)",
+                        layer.name, buffer.what);
+    }
   }
   return Status::ok();
 }
@@ -124,6 +150,7 @@ Result<size_t> SessionImpl::addLayer(const LayerRegistration& layer) {
     }
   }
   POSEIDON_RETURN_IF_ERROR(validateRegistration(layer, options_.batch));
+  POSEIDON_RETURN_IF_ERROR(refuseDeviceMemory(layer));
   layers_.push_back(layer);
   return layers_.size() - 1;
 }

@@ -113,7 +113,13 @@ HybComm::HybComm(std::vector<model::Layer> layers, HybCommOptions options)
 
 void HybComm::setScheme(size_t layer, scheme::Scheme scheme, std::string reason) {
   state_[layer].current = scheme;
-  spdlog::info("HybComm iteration {}: {}", iteration_, reason);
+  // The first choices are made whenever a HybComm is created (also just to ask which schemes a
+  // job uses); whoever runs the job logs them once (HybridSync::start).
+  if (iteration_ > 0) {
+    spdlog::info("HybComm iteration {}: {}", iteration_, reason);
+  } else {
+    spdlog::debug("HybComm iteration {}: {}", iteration_, reason);
+  }
   choices_.push_back({iteration_, layer, scheme, std::move(reason)});
 }
 

@@ -1,6 +1,7 @@
 #include "trainer/sync/hybrid_sync.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
@@ -310,6 +311,7 @@ Result<std::unique_ptr<HybridSync>> HybridSync::start(const HybridContexts& cont
                                                       const HybridOptions& options, Deadline deadline) {
   auto hybcomm = HybComm::create(model.layers(), clusterOf(model, options), options.hybcomm);
   if (!hybcomm) return hybcomm.status();
+  for (const Choice& choice : hybcomm->choices()) spdlog::info("HybComm iteration 0: {}", choice.reason);
   auto sync = std::make_unique<HybridSyncImpl>(contexts, std::move(model), options, std::move(*hybcomm));
   POSEIDON_RETURN_IF_ERROR(sync->setUp(store, deadline));
   return std::unique_ptr<HybridSync>(std::move(sync));
