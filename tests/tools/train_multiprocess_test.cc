@@ -4,8 +4,6 @@
 // And bad input: a wrong --data-dir, --batch 0, a job size that does not fit the layout exit 2
 // naming the value, before anything waits for a peer.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -27,22 +25,6 @@ namespace {
 
 constexpr int kSteps = 30;
 
-// A port nobody listens on now (the store's; a race with another process is unlikely enough).
-int freePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    ::close(fd);
-    return 29577;
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 std::vector<std::string> csvRows(const std::string& path) {
   std::ifstream in(path);
   std::vector<std::string> rows;
@@ -60,7 +42,7 @@ std::vector<std::string> fields(const std::string& row) {
 TEST(TrainMultiprocess, TwoWorkersAndAServerTrainAndWriteEveryOutput) {
   const std::string out = std::filesystem::temp_directory_path() / ("poseidon-train-test-" + std::to_string(getpid()));
   std::filesystem::remove_all(out);
-  const std::string root = "POSEIDON_ROOT=127.0.0.1:" + std::to_string(freePort());
+  const std::string root = "POSEIDON_ROOT=127.0.0.1:" + std::to_string(free_loopback_port());
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int r = 0; r < 3; ++r) {
     ranks.push_back(std::make_unique<ChildProcess>(

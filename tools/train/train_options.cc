@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -67,7 +68,8 @@ void addTrainOptions(CLI::App& app, TrainCommandLine& c) {
       ->type_name("K");
   app.add_option("--epochs", c.epochs, "Passes over the training set (default 3)")->type_name("N");
   app.add_option("--optimizer", c.optimizer_spec,
-                 fmt::format("Every worker's step on the mean gradient (kernels/optimizer_config.h; default {})",
+                 fmt::format("Every worker's step on the mean gradient (kernels/optimizer_config.h; default {} with "
+                             "max_steps = the run's steps)",
                              kDefaultTrainOptimizer))
       ->type_name("SPEC");
   app.add_option("--hybcomm", c.hybcomm,
@@ -122,6 +124,14 @@ std::string checkTrainOptions(TrainCommandLine& c, const char* environment_secre
     return fmt::format("--adam-servers {}: only --hybcomm adaptive can pick the Adam-style scheme (it is '{}')",
                        c.adam_servers, c.hybcomm);
   }
+  if (c.globalBatch() > trainer::data::kFashionMnistTrainCount) {
+    return fmt::format("--workers {} x --batch {} = {} images per step: expected at most the {} training images",
+                       c.workers, c.batch, c.globalBatch(), trainer::data::kFashionMnistTrainCount);
+  }
+  if (c.optimizer_spec.empty()) {
+    const uint64_t steps_per_epoch = trainer::data::kFashionMnistTrainCount / std::max<uint64_t>(c.globalBatch(), 1);
+    c.optimizer_spec = fmt::format("{},max_steps={}", kDefaultTrainOptimizer, c.epochs * steps_per_epoch);
+  }
   auto optimizer = kernels::parseOptimizer(c.optimizer_spec);
   if (!optimizer) return fmt::format("--optimizer '{}': {}", c.optimizer_spec, optimizer.status().message());
   if (optimizer->sum_only) {
@@ -130,10 +140,6 @@ std::string checkTrainOptions(TrainCommandLine& c, const char* environment_secre
   }
   c.optimizer = *optimizer;
   c.hybcomm_options = hybcommOptions(c);
-  if (c.globalBatch() > trainer::data::kFashionMnistTrainCount) {
-    return fmt::format("--workers {} x --batch {} = {} images per step: expected at most the {} training images",
-                       c.workers, c.batch, c.globalBatch(), trainer::data::kFashionMnistTrainCount);
-  }
   if ((c.checkpoint_every > 0 || c.resume) && c.checkpoint_dir.empty()) {
     return fmt::format("{} needs --checkpoint-dir", c.resume ? "--resume" : "--checkpoint-every");
   }
