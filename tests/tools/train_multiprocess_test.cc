@@ -113,6 +113,8 @@ TEST(TrainMultiprocess, BadInputExitsTwoNamingTheValue) {
       {{POSEIDON_TRAIN_BINARY, "--batch", "0"}, "--batch 0"},
       {{POSEIDON_TRAIN_BINARY, "--hybcomm", "fast"}, "--hybcomm 'fast'"},
       {{POSEIDON_TRAIN_BINARY, "--optimizer", "sgd:lr=oops"}, "--optimizer"},
+      {{POSEIDON_TRAIN_BINARY, "--checkpoint-every", "10"}, "--checkpoint-every needs --checkpoint-dir"},
+      {{POSEIDON_TRAIN_BINARY, "--adam-servers", "1"}, "--adam-servers 1"},
       // The layout (4 workers + 2 PS servers) needs 6 ranks.
       {{"env", "POSEIDON_RANK=0", "POSEIDON_SIZE=5", "POSEIDON_ROOT=127.0.0.1:1", POSEIDON_TRAIN_BINARY}, "= 6 ranks"},
   };
