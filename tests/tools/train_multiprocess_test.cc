@@ -100,6 +100,9 @@ TEST(TrainMultiprocess, TwoWorkersAndAServerTrainAndWriteEveryOutput) {
   EXPECT_DOUBLE_EQ(summary["test_accuracy"].get<double>(), accuracy);
   EXPECT_GT(summary["images_per_s"].get<double>(), 0.0);
   EXPECT_GT(summary["bytes_sent_by_worker0"]["ps_bytes"].get<uint64_t>(), 0u);
+  const double overlap = summary["sync_overlapped_by_backward"].get<double>();
+  EXPECT_GE(overlap, 0.0);
+  EXPECT_LE(overlap, 1.0);
   std::filesystem::remove_all(out);
 }
 

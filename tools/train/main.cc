@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <exception>
@@ -98,7 +99,9 @@ int run(const TrainCommandLine& c) {
   }
   trainer::reference::setBlasThreads(c.blas_threads);
   if (Status status = runRank(c, *launch); !status) {
-    fmt::print(stderr, "{}: rank {}: {}\n", kProgram, launch->rank, status.toString());
+    // On a terminal the progress line may still be showing: the failure goes on a line of its own.
+    fmt::print(stderr, "{}{}: rank {}: {}\n", isatty(STDERR_FILENO) ? "\n" : "", kProgram, launch->rank,
+               status.toString());
     return 1;
   }
   return 0;

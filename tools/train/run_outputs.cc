@@ -98,6 +98,7 @@ Status RunOutputs::summary(const EpochResult& last, const RunTotals& totals) con
                                   {"seconds", totals.seconds},
                                   {"train_seconds", totals.train_seconds},
                                   {"bytes_sent_by_worker0", bytes},
+                                  {"sync_overlapped_by_backward", totals.sync_overlap},
                                   {"cores_available", std::thread::hardware_concurrency()},
                                   {"options", optionsJson(*c_)}};
   const std::string path = outPath(*c_, "summary.json");

@@ -49,6 +49,7 @@ struct RunTotals {
   uint64_t iterations = 0;
   double seconds = 0;        // wall time of the training loop, evaluations included
   double train_seconds = 0;  // the same without the evaluations
+  double sync_overlap = 0;   // TrainTimeline::syncOverlapWithBackward() of worker 0
   double imagesPerSecond(uint64_t global_batch) const {
     return train_seconds > 0 ? static_cast<double>(iterations * global_batch) / train_seconds : 0.0;
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "trainer/timeline/chrome_trace.h"
+#include "trainer/timeline/overlap.h"
 
 namespace poseidon::tools {
 
@@ -11,40 +12,35 @@ using trainer::timeline::Recorder;
 
 namespace {
 
-constexpr scheme::Scheme kSchemes[] = {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kRing,
-                                       scheme::Scheme::kAdam};
-// Per iteration and layer: the compute lane holds a wait, a forward and a backward; a sync lane
-// a wait and a sync.
+// Per iteration and layer the compute lane holds a wait, a forward and a backward (a sync lane
+// just a wait and a sync, so the same size fits it).
 constexpr size_t kComputeEventsPerLayer = 3;
-constexpr size_t kSyncEventsPerLayer = 2;
+constexpr size_t kMaxLayers = 8;
+constexpr size_t kSchemeCount = 4;
 constexpr size_t kMaxEventsPerLane = size_t{1} << 22;  // 192 MiB of lane at most
 
 }  // namespace
 
 TrainTimeline::TrainTimeline(int rank, uint64_t steps)
     : recorder_({rank, fmt::format("worker {}", rank),
-                 static_cast<size_t>(
-                     std::min<uint64_t>(std::max<uint64_t>(steps, 1) * 8 * kComputeEventsPerLayer, kMaxEventsPerLane)),
-                 8}),
+                 static_cast<size_t>(std::min<uint64_t>(
+                     std::max<uint64_t>(steps, 1) * kMaxLayers * kComputeEventsPerLayer, kMaxEventsPerLane)),
+                 1 + kMaxLayers * kSchemeCount}),
       steps_(steps) {}
 
 Result<std::unique_ptr<TrainTimeline>> TrainTimeline::create(int rank, const std::vector<std::string>& layers,
                                                              uint64_t steps) {
-  static_assert(kSyncEventsPerLayer <= kComputeEventsPerLayer, "lanes are sized for the compute lane");
-  if (layers.size() > 8) {
-    return makeStatus(StatusCode::kInvalidArgument, "the timeline is sized for 8 layers, the network has {}",
-                      layers.size());
+  if (layers.size() > kMaxLayers) {
+    return makeStatus(StatusCode::kInvalidArgument, "the timeline is sized for {} layers, the network has {}",
+                      kMaxLayers, layers.size());
   }
   std::unique_ptr<TrainTimeline> self(new TrainTimeline(rank, steps));
   auto compute = self->recorder_.addLane("compute");
   if (!compute) return compute.status();
   self->compute_ = *compute;
-  for (scheme::Scheme s : kSchemes) {
-    auto lane = self->recorder_.addLane(fmt::format("sync {}", scheme::schemeName(s)));
-    if (!lane) return lane.status();
-    self->sync_[static_cast<size_t>(s)] = *lane;
-  }
   for (const std::string& name : layers) self->names_.push_back(self->recorder_.internName(name));
+  self->layer_names_ = layers;
+  self->sync_.assign(layers.size(), {-1, -1, -1, -1});
   return self;
 }
 
@@ -101,18 +97,37 @@ void TrainTimeline::observe(HookPhase phase, size_t layer) {
 
 void TrainTimeline::onSync(const trainer::SyncRecord& record) {
   const auto s = static_cast<size_t>(record.scheme);
-  if (record.iteration >= steps_ || record.layer >= names_.size() || s >= sync_.size()) return;
+  if (record.iteration >= steps_ || record.layer >= names_.size() || s >= kSchemeCount) return;
+  int64_t& lane = sync_[record.layer][s];
+  if (lane < 0) {
+    // Once per layer and scheme: addLane allocates, which the per-iteration path does not.
+    auto made =
+        recorder_.addLane(fmt::format("sync {} ({})", layer_names_[record.layer], scheme::schemeName(record.scheme)));
+    if (!made) return;
+    lane = *made;
+  }
   const auto ns = [](Clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
   };
+  const auto id = static_cast<trainer::timeline::LaneId>(lane);
   const auto iteration = static_cast<int64_t>(record.iteration);
-  recorder_.record(sync_[s], names_[record.layer], Category::kWait, ns(record.reported), ns(record.started), iteration);
-  recorder_.record(sync_[s], names_[record.layer], Category::kSync, ns(record.started), ns(record.completed),
-                   iteration);
+  recorder_.record(id, names_[record.layer], Category::kWait, ns(record.reported), ns(record.started), iteration);
+  recorder_.record(id, names_[record.layer], Category::kSync, ns(record.started), ns(record.completed), iteration);
 }
 
 Status TrainTimeline::write(const std::string& path) const {
   return trainer::timeline::writeChromeTrace(recorder_.snapshot(), path);
+}
+
+Result<double> TrainTimeline::syncOverlapWithBackward() const {
+  auto overlaps = trainer::timeline::syncOverlapsWithBackwardBelow(recorder_.snapshot(), layer_names_);
+  if (!overlaps) return overlaps.status();
+  int64_t synced = 0, overlapped = 0;
+  for (const trainer::timeline::SyncOverlap& o : *overlaps) {
+    synced += o.sync.end_ns - o.sync.start_ns;
+    overlapped += o.overlapped_ns;
+  }
+  return synced > 0 ? static_cast<double>(overlapped) / static_cast<double>(synced) : 0.0;
 }
 
 }  // namespace poseidon::tools

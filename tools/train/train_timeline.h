@@ -5,10 +5,12 @@
 // waits for its parameters. The Network only calls out at its hooks, so the intervals are cut
 // there: layer l's forward runs from its parameters being ready to layer l+1's wait (so it holds
 // the unparametric layers after l: ReLU, pooling; the last one holds the loss), layer l's
-// backward from layer l+1's gradient report to its own. "sync <scheme>" (the library's
-// completer thread, from SessionOptions::on_sync): per layer, "wait" from its report to its start
-// on the network (queued behind earlier syncs) and "sync" from its start to its parameters being
-// updated; the lane names the scheme HybComm picked for that iteration.
+// backward from layer l+1's gradient report to its own. A sync lane per layer and scheme,
+// "sync fc1 (SFB)", made when that layer first syncs by that scheme (HybComm may move a layer
+// between schemes), fed from SessionOptions::on_sync on the library's thread: "wait" from the
+// layer's report to its start on the network (queued behind earlier syncs), "sync" from its start
+// to its parameters being updated. A layer is reported again only once its last sync completed,
+// so a lane's intervals never overlap (several layers' syncs do, on their own lanes).
 #pragma once
 
 #include <array>
@@ -41,6 +43,10 @@ class TrainTimeline {
   void onSync(const trainer::SyncRecord& record);
 
   Status write(const std::string& path) const;
+  // Of the recorded syncs' time on the network (start to completion), the fraction during which
+  // this worker's backward pass of the layers below was computing: what wait-free backpropagation
+  // hides ([Poseidon 2015] Algorithm 2). 0 when nothing was recorded.
+  Result<double> syncOverlapWithBackward() const;
 
  private:
   explicit TrainTimeline(int rank, uint64_t steps);
@@ -50,8 +56,10 @@ class TrainTimeline {
   trainer::timeline::Recorder recorder_;
   uint64_t steps_;
   trainer::timeline::LaneId compute_ = 0;
-  std::array<trainer::timeline::LaneId, 4> sync_{};  // by scheme::Scheme
-  std::vector<trainer::timeline::NameId> names_;     // by parametric layer
+  std::vector<std::string> layer_names_;
+  std::vector<trainer::timeline::NameId> names_;  // by parametric layer
+  // [layer][scheme]: the lane, once made (the library's thread only); -1 before.
+  std::vector<std::array<int64_t, 4>> sync_;
 
   // The trainer thread's open interval: a layer's forward or backward since `open_since_`.
   uint64_t iteration_ = 0;

@@ -159,8 +159,10 @@ Status Trainer::run() {
   POSEIDON_RETURN_IF_ERROR(waitForEveryLayer());
   // Written before finish(): its last barrier then tells worker 0 that every file is there.
   POSEIDON_RETURN_IF_ERROR(writeTimelines());
-  const RunTotals totals{session_.iteration() - first_iteration_, secondsSince(start_),
-                         secondsSince(start_) - eval_seconds_};
+  RunTotals totals{session_.iteration() - first_iteration_, secondsSince(start_), secondsSince(start_) - eval_seconds_};
+  auto overlap = run_.timeline->syncOverlapWithBackward();
+  if (!overlap) return overlap.status().withContext("the timeline's overlap of syncs with backward");
+  totals.sync_overlap = *overlap;
   POSEIDON_RETURN_IF_ERROR(session_.finish());
   if (!bookkeeper()) return Status::ok();
   // The epoch the run ended in: the one just completed, or the one --max-steps cut short.
@@ -172,9 +174,11 @@ Status Trainer::run() {
     // Workers on other hosts keep their files there.
     progress_.print(fmt::format("timeline.json not written: {}", merged.toString()));
   }
-  progress_.print(fmt::format("done: {} steps, {:.1f} s, {:.0f} images/s, test accuracy {:.4f}; outputs in {}",
-                              totals.iterations, totals.seconds, totals.imagesPerSecond(c_.globalBatch()),
-                              last_.accuracy(), c_.out_dir));
+  progress_.print(fmt::format(
+      "done: {} steps, {:.1f} s, {:.0f} images/s, test accuracy {:.4f}, {:.0f} % of sync time under backward; "
+      "outputs in {}",
+      totals.iterations, totals.seconds, totals.imagesPerSecond(c_.globalBatch()), last_.accuracy(),
+      100 * totals.sync_overlap, c_.out_dir));
   return Status::ok();
 }
 
