@@ -160,11 +160,11 @@ Status Trainer::run() {
   // Written before finish(): its last barrier then tells worker 0 that every file is there.
   POSEIDON_RETURN_IF_ERROR(writeTimelines());
   RunTotals totals{session_.iteration() - first_iteration_, secondsSince(start_), secondsSince(start_) - eval_seconds_};
+  POSEIDON_RETURN_IF_ERROR(session_.finish());
+  if (!bookkeeper()) return Status::ok();
   auto overlap = run_.timeline->syncOverlapWithBackward();
   if (!overlap) return overlap.status().withContext("the timeline's overlap of syncs with backward");
   totals.sync_overlap = *overlap;
-  POSEIDON_RETURN_IF_ERROR(session_.finish());
-  if (!bookkeeper()) return Status::ok();
   // The epoch the run ended in: the one just completed, or the one --max-steps cut short.
   POSEIDON_RETURN_IF_ERROR(evaluateAndLog(position.step == 0 ? position.epoch : position.epoch + 1));
   POSEIDON_RETURN_IF_ERROR(outputs_->summary(last_, totals));
