@@ -21,6 +21,7 @@ namespace poseidon::perf {
 namespace {
 
 using poseidon::testing::ChildProcess;
+using poseidon::testing::free_loopback_port;
 using poseidon::testing::ProcessResult;
 using poseidon::testing::read_file;
 using poseidon::testing::run_process;
@@ -28,21 +29,6 @@ using poseidon::testing::run_process;
 constexpr const char* kBinary = POSEIDON_PERF_BINARY;
 constexpr const char* kSecret = "perf-test-secret";
 constexpr auto kClientTimeout = std::chrono::seconds(60);
-
-uint16_t freePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    ::close(fd);
-    return 0;
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 class TempDir {
  public:
@@ -67,7 +53,7 @@ struct PairRun {
 // waits for both.
 PairRun runPair(const TempDir& dir, const std::vector<std::string>& client_args,
                 const std::vector<std::string>& server_args = {}) {
-  const std::string port = std::to_string(freePort());
+  const std::string port = std::to_string(free_loopback_port());
   std::vector<std::string> server = {kBinary, "-p", port, "--secret", kSecret};
   server.insert(server.end(), server_args.begin(), server_args.end());
   const std::string server_log = dir.file("server.log");
@@ -228,7 +214,7 @@ TEST(PerfMultiprocess, ServerFollowsTheClientsStreamsAndGbits) {
 
 TEST(PerfMultiprocess, ASecondClientIsToldTheServerIsBusy) {
   TempDir dir;
-  const std::string port = std::to_string(freePort());
+  const std::string port = std::to_string(free_loopback_port());
   ChildProcess server({kBinary, "-p", port, "--secret", kSecret}, dir.file("server.log"));
   ChildProcess first({kBinary, "write_bw", "-D", "3", "-p", port, "--secret", kSecret, "127.0.0.1"},
                      dir.file("first.log"));
@@ -249,7 +235,7 @@ TEST(PerfMultiprocess, ASecondClientIsToldTheServerIsBusy) {
 }
 
 TEST(PerfMultiprocess, NoServerFailsNamingTheAddress) {
-  const std::string port = std::to_string(freePort());
+  const std::string port = std::to_string(free_loopback_port());
   const ProcessResult run =
       run_process({kBinary, "-p", port, "--timeout", "1", "--secret", kSecret, "127.0.0.1"}, kClientTimeout);
   EXPECT_EQ(run.exit_code, 1) << run.output;

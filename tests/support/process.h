@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -38,5 +39,9 @@ class ChildProcess {
 };
 
 std::string read_file(const std::string& path);
+
+// A TCP port on 127.0.0.1 that nobody listens on now (bound, read and released: another process
+// may take it before the caller does, which is unlikely enough for tests); 0 when none was had.
+uint16_t free_loopback_port();
 
 }  // namespace poseidon::testing

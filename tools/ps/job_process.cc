@@ -28,10 +28,15 @@ std::string origin(const bootstrap::LaunchInfo& launch, const JobOptions& option
   return options.rank >= 0 ? "--rank/--size" : fmt::format("the {} launch environment", launch.source);
 }
 
-// The local address to listen on: --address, else the one on the route to rank 0's store, which
-// other ranks can reach (a wildcard would be advertised as is, and is not connectable).
+// The local address to listen on: --address, else the one on the route to rank 0's store.
 Result<std::string> listenAddress(const JobOptions& options, const bootstrap::LaunchInfo& launch) {
   if (!options.address.empty()) return options.address;
+  return addressTowardsStore(launch);
+}
+
+}  // namespace
+
+Result<std::string> addressTowardsStore(const bootstrap::LaunchInfo& launch) {
   if (launch.size == 1 || launch.file_store_dir) return std::string(transport::DeviceOptions{}.address);
   auto root = perf::numericAddress(launch.root_host);
   if (!root) return root.status().withContext("the store's host (give --address)");
@@ -39,8 +44,6 @@ Result<std::string> listenAddress(const JobOptions& options, const bootstrap::La
   if (!source) return source.status().withContext("choosing the local address (give --address)");
   return *source;
 }
-
-}  // namespace
 
 std::string JobProcess::describe() const {
   if (job.isServerRank(launch.rank)) {

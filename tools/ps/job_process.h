@@ -38,6 +38,11 @@ struct JobProcess {
   std::string describe() const;
 };
 
+// This host's address on the route to rank 0's store, which other ranks can reach (a wildcard
+// would be advertised as is, and is not connectable); the loopback default in a one-rank job or
+// one that rendezvouses through a directory.
+Result<std::string> addressTowardsStore(const transport::bootstrap::LaunchInfo& launch);
+
 // Who this process is and whether it may play `role`: errors name the rank, the job's layout
 // (which ranks are workers, which servers) and where the rank came from.
 Result<transport::bootstrap::LaunchInfo> resolveLaunch(const JobOptions& options);

@@ -1,0 +1,132 @@
+// poseidon-train as tools/demo runs it, in small: 2 workers and 1 PS server as separate processes
+// on loopback for 30 steps; every output file must be there and parse (the merged timeline holds
+// both workers' compute and syncs, metrics.csv a row per step, the test accuracy is past chance).
+// And bad input: a wrong --data-dir, --batch 0, a job size that does not fit the layout exit 2
+// naming the value, before anything waits for a peer.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/process.h"
+
+namespace poseidon::testing {
+namespace {
+
+constexpr int kSteps = 30;
+
+std::vector<std::string> csvRows(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(line);
+  return rows;
+}
+
+std::vector<std::string> fields(const std::string& row) {
+  std::vector<std::string> out;
+  std::stringstream stream(row);
+  for (std::string field; std::getline(stream, field, ',');) out.push_back(field);
+  return out;
+}
+
+TEST(TrainMultiprocess, TwoWorkersAndAServerTrainAndWriteEveryOutput) {
+  const std::string out = std::filesystem::temp_directory_path() / ("poseidon-train-test-" + std::to_string(getpid()));
+  std::filesystem::remove_all(out);
+  const std::string root = "POSEIDON_ROOT=127.0.0.1:" + std::to_string(free_loopback_port());
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{"env", "POSEIDON_RANK=" + std::to_string(r), "POSEIDON_SIZE=3", root,
+                                 "POSEIDON_SECRET=train-test", POSEIDON_TRAIN_BINARY, "--workers", "2", "--ps-servers",
+                                 "1", "--max-steps", std::to_string(kSteps), "--timeout", "30", "--out", out},
+        out + ".rank" + std::to_string(r) + ".log"));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  for (auto& rank : ranks) {
+    while (rank->running() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  for (int r = 0; r < 3; ++r) {
+    const int code = ranks[r]->running() ? ranks[r]->stop(SIGKILL) : ranks[r]->exit_code();
+    EXPECT_EQ(code, 0) << "rank " << r << ":\n" << read_file(out + ".rank" + std::to_string(r) + ".log");
+  }
+
+  // The merged timeline: both workers, each with its compute and its syncs.
+  const nlohmann::json trace = nlohmann::json::parse(read_file(out + "/timeline.json"), nullptr, false);
+  ASSERT_FALSE(trace.is_discarded()) << "timeline.json is not JSON";
+  std::set<std::pair<int, std::string>> seen;  // (pid, cat)
+  for (const auto& event : trace["traceEvents"]) {
+    if (event.value("ph", "") == "X") seen.insert({event["pid"].get<int>(), event["cat"].get<std::string>()});
+  }
+  for (int worker : {0, 1}) {
+    for (const char* category : {"forward", "backward", "wait", "sync"}) {
+      EXPECT_TRUE(seen.count({worker, category})) << "worker " << worker << " has no '" << category << "' event";
+    }
+    EXPECT_TRUE(std::filesystem::exists(out + "/timeline-worker" + std::to_string(worker) + ".json"));
+  }
+
+  // metrics.csv: the header, then one row per step with the iteration number first.
+  const std::vector<std::string> metrics = csvRows(out + "/metrics.csv");
+  ASSERT_EQ(metrics.size(), static_cast<size_t>(kSteps + 1));
+  const std::vector<std::string> header = fields(metrics[0]);
+  ASSERT_GE(header.size(), 6u);
+  EXPECT_EQ(header[0], "iteration");
+  EXPECT_EQ(header[2], "loss");
+  for (int i = 1; i <= kSteps; ++i) {
+    const std::vector<std::string> row = fields(metrics[static_cast<size_t>(i)]);
+    ASSERT_EQ(row.size(), header.size()) << metrics[static_cast<size_t>(i)];
+    EXPECT_EQ(std::stoi(row[0]), i);
+  }
+
+  // The test accuracy after 30 steps is far past chance (0.1); summary.json agrees with it.
+  const std::vector<std::string> epochs = csvRows(out + "/epochs.csv");
+  ASSERT_EQ(epochs.size(), 2u);
+  const double accuracy = std::stod(fields(epochs[1])[2]);
+  EXPECT_GT(accuracy, 0.3);
+  const nlohmann::json summary = nlohmann::json::parse(read_file(out + "/summary.json"), nullptr, false);
+  ASSERT_FALSE(summary.is_discarded()) << "summary.json is not JSON";
+  EXPECT_EQ(summary["iterations"], kSteps);
+  EXPECT_DOUBLE_EQ(summary["test_accuracy"].get<double>(), accuracy);
+  EXPECT_GT(summary["images_per_s"].get<double>(), 0.0);
+  EXPECT_GT(summary["bytes_sent_by_worker0"]["ps_bytes"].get<uint64_t>(), 0u);
+  const double overlap = summary["sync_overlapped_by_backward"].get<double>();
+  EXPECT_GE(overlap, 0.0);
+  EXPECT_LE(overlap, 1.0);
+  std::filesystem::remove_all(out);
+}
+
+TEST(TrainMultiprocess, BadInputExitsTwoNamingTheValue) {
+  struct Case {
+    std::vector<std::string> argv;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{POSEIDON_TRAIN_BINARY, "--data-dir", "/nonexistent/fashion"}, "/nonexistent/fashion"},
+      {{POSEIDON_TRAIN_BINARY, "--batch", "0"}, "--batch 0"},
+      {{POSEIDON_TRAIN_BINARY, "--hybcomm", "fast"}, "--hybcomm 'fast'"},
+      {{POSEIDON_TRAIN_BINARY, "--optimizer", "sgd:lr=oops"}, "--optimizer"},
+      {{POSEIDON_TRAIN_BINARY, "--checkpoint-every", "10"}, "--checkpoint-every needs --checkpoint-dir"},
+      {{POSEIDON_TRAIN_BINARY, "--adam-servers", "1"}, "--adam-servers 1"},
+      // The layout (4 workers + 2 PS servers) needs 6 ranks.
+      {{"env", "POSEIDON_RANK=0", "POSEIDON_SIZE=5", "POSEIDON_ROOT=127.0.0.1:1", POSEIDON_TRAIN_BINARY}, "= 6 ranks"},
+  };
+  for (const Case& c : cases) {
+    const ProcessResult r = run_process(c.argv, std::chrono::seconds(20));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos) << "expected '" << c.expected << "' in: " << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace poseidon::testing
