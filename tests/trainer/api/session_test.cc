@@ -110,7 +110,10 @@ TEST(Session, BadInputIsAClearErrorNeverAHang) {
 }
 
 TEST(Session, WorkersThatRegisterDifferentLayersFailNamingTheDifference) {
-  const std::vector<Status> statuses = runSessionJob(smallJob(2), [](trainer::Session& session, int w) -> Status {
+  trainer::SessionOptions options = smallJob(2);
+  // The server waits for workers that never connect: it ends by this deadline.
+  options.startup_timeout = std::chrono::seconds(4);
+  const std::vector<Status> statuses = runSessionJob(options, [](trainer::Session& session, int w) -> Status {
     Buffers b;
     LayerRegistration fc = b.fc();
     if (w == 1) fc.name = "fc_other";
