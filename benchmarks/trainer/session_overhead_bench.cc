@@ -47,6 +47,7 @@
 #include "trainer/reference/blas.h"
 #include "trainer/reference/fashion_cnn.h"
 #include "trainer/reference/local_optimizer.h"
+#include "trainer/reference/network_session.h"
 
 namespace poseidon::trainer::reference {
 namespace {
@@ -93,7 +94,6 @@ class SessionRun {
     POSEIDON_RETURN_IF_ERROR(timed(times_.end, [&] { return session_->endIteration(); }));
     for (size_t l = 0; last && l < network_.parametricCount(); ++l) {
       POSEIDON_RETURN_IF_ERROR(timed(times_.wait, [&] { return session_->waitForParameters(l); }));
-      waited_[l] = 1;  // the next forward must not wait again: a second wait without a report fails
     }
     return Status::ok();
   }
@@ -144,32 +144,12 @@ class SessionRun {
     auto session = Session::join(options_, launch(0));
     if (!session) return session.status();
     session_ = std::move(*session);
-    for (size_t l = 0; l < network_.parametricCount(); ++l) {
-      const model::Layer shape = *network_.parametric(l).describe();
-      LayerRegistration layer{.name = shape.name(),
-                              .kind = shape.kind(),
-                              .fc = shape.fc(),
-                              .conv = shape.conv(),
-                              .params = network_.params(l)};
-      if (shape.isFullyConnected()) {
-        POSEIDON_RETURN_IF_ERROR(network_.setFactorsOnly(l, true));
-        auto factors = network_.factors(l);
-        if (!factors) return factors.status();
-        layer.input = factors->input;
-        layer.output_gradient = factors->output_gradient;
-      } else {
-        layer.gradient = network_.grads(l);
-      }
-      if (auto added = session_->addLayer(layer); !added) return added.status();
-    }
+    POSEIDON_RETURN_IF_ERROR(trainer::reference::registerNetwork(*session_, network_));
     POSEIDON_RETURN_IF_ERROR(session_->start());
-    waited_.assign(network_.parametricCount(), 0);
     network_.setHooks({
+        // After a round's final wait nothing is outstanding, so this returns at once.
         .before_forward =
-            [this](size_t l) {
-              if (std::exchange(waited_[l], uint8_t{0})) return Status::ok();
-              return timed(times_.wait, [&] { return session_->waitForParameters(l); });
-            },
+            [this](size_t l) { return timed(times_.wait, [&] { return session_->waitForParameters(l); }); },
         .gradient_ready = [this](size_t l) { return timed(times_.report, [&] { return session_->gradientReady(l); }); },
     });
     return Status::ok();
@@ -192,7 +172,6 @@ class SessionRun {
   Status server_status_;
   SessionTimes times_;
   std::vector<scheme::Scheme> first_schemes_;
-  std::vector<uint8_t> waited_;  // per layer: its parameters were waited for at the end of a round
 };
 
 // CPU time of every thread of the process: B's library and server threads count too.

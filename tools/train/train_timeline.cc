@@ -66,15 +66,15 @@ void TrainTimeline::beginBackward() {
   open_since_ = Recorder::nowNs();
 }
 
-void TrainTimeline::observe(HookPhase phase, size_t layer) {
+void TrainTimeline::observe(trainer::reference::HookPhase phase, size_t layer) {
   if (layer >= names_.size()) return;
   const int64_t now = Recorder::nowNs();
   switch (phase) {
-    case HookPhase::kWaitBegin:
+    case trainer::reference::HookPhase::kWaitBegin:
       closeOpen(now);  // the forward of the layer below
       wait_since_ = now;
       return;
-    case HookPhase::kWaitEnd:
+    case trainer::reference::HookPhase::kWaitEnd:
       if (recording()) {
         recorder_.record(compute_, names_[layer], Category::kWait, wait_since_, now, static_cast<int64_t>(iteration_));
       }
@@ -83,7 +83,7 @@ void TrainTimeline::observe(HookPhase phase, size_t layer) {
       open_category_ = Category::kForward;
       open_since_ = now;
       return;
-    case HookPhase::kReady:
+    case trainer::reference::HookPhase::kReady:
       closeOpen(now);  // this layer's backward
       if (layer > 0) {
         open_ = true;

@@ -20,7 +20,7 @@
 
 #include "common/status.h"
 #include "scheme/scheme.h"
-#include "tools/train/network_session.h"
+#include "trainer/reference/network_session.h"
 #include "trainer/timeline/recorder.h"
 #include "trainer/wfbp/pipeline.h"
 
@@ -37,7 +37,7 @@ class TrainTimeline {
   void endForward();     // forward() returned
   void beginBackward();  // backward() is called
   // The hooks' observer (sessionHooks).
-  void observe(HookPhase phase, size_t layer);
+  void observe(trainer::reference::HookPhase phase, size_t layer);
 
   // The library's thread (SessionOptions::on_sync).
   void onSync(const trainer::SyncRecord& record);

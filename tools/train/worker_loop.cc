@@ -7,9 +7,9 @@
 
 #include "tools/train/batch_reader.h"
 #include "tools/train/evaluate.h"
-#include "tools/train/network_session.h"
 #include "tools/train/progress.h"
 #include "trainer/reference/fashion_cnn.h"
+#include "trainer/reference/network_session.h"
 #include "trainer/timeline/chrome_trace.h"
 
 namespace poseidon::tools {
@@ -61,14 +61,14 @@ class Trainer {
 
 void Trainer::setHooks() {
   TrainTimeline& timeline = *run_.timeline;
-  trainer::reference::NetworkHooks inner =
-      sessionHooks(session_, [&timeline](HookPhase phase, size_t l) { timeline.observe(phase, l); });
+  trainer::reference::NetworkHooks inner = trainer::reference::sessionHooks(
+      session_, [&timeline](trainer::reference::HookPhase phase, size_t l) { timeline.observe(phase, l); });
   trainer::reference::NetworkHooks hooks = inner;
   hooks.before_forward = [this, &timeline, wait = inner.before_forward](size_t l) {
     if (!fresh_[l]) return wait(l);
     fresh_[l] = false;
-    timeline.observe(HookPhase::kWaitBegin, l);
-    timeline.observe(HookPhase::kWaitEnd, l);
+    timeline.observe(trainer::reference::HookPhase::kWaitBegin, l);
+    timeline.observe(trainer::reference::HookPhase::kWaitEnd, l);
     return Status::ok();
   };
   network_.setHooks(std::move(hooks));
@@ -126,7 +126,7 @@ Status Trainer::run() {
     if (!outputs) return outputs.status();
     outputs_.emplace(std::move(*outputs));
   }
-  POSEIDON_RETURN_IF_ERROR(registerNetwork(session_, network_));
+  POSEIDON_RETURN_IF_ERROR(trainer::reference::registerNetwork(session_, network_));
   POSEIDON_RETURN_IF_ERROR(session_.start());
   const trainer::data::EpochSharder& sharder = reader_.sharder();
   Position position;

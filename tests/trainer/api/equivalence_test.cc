@@ -16,9 +16,9 @@
 #include "tests/trainer/api/session_job.h"
 #include "tests/trainer/api/tiny_cnn.h"
 #include "tools/train/batch_reader.h"
-#include "tools/train/network_session.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/hybcomm/hybcomm.h"
+#include "trainer/reference/network_session.h"
 
 namespace poseidon::testing {
 namespace {
@@ -66,9 +66,9 @@ std::vector<Params> trainThroughLibrary(const trainer::HybCommOptions& hybcomm) 
     // Different seeds: worker 0's parameters must reach every worker at start().
     auto network = tinyCnn(kBatch, kWorker0Seed + static_cast<uint64_t>(w));
     if (!network) return network.status();
-    POSEIDON_RETURN_IF_ERROR(tools::registerNetwork(session, *network));
+    POSEIDON_RETURN_IF_ERROR(trainer::reference::registerNetwork(session, *network));
     POSEIDON_RETURN_IF_ERROR(session.start());
-    network->setHooks(tools::sessionHooks(session));
+    network->setHooks(trainer::reference::sessionHooks(session));
     auto reader = tools::BatchReader::create(
         trainSet(), {kDataSeed, kWorkers, static_cast<uint32_t>(w), static_cast<uint32_t>(kBatch)});
     if (!reader) return reader.status();

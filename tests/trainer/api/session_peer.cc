@@ -15,8 +15,8 @@
 
 #include "tests/trainer/api/tiny_cnn.h"
 #include "tools/train/batch_reader.h"
-#include "tools/train/network_session.h"
 #include "trainer/data/fashion_mnist.h"
+#include "trainer/reference/network_session.h"
 
 namespace {
 
@@ -41,7 +41,7 @@ Status runWorker(trainer::Session& session, const PeerOptions& o) {
   const trainer::data::ImageSet set = *trainer::data::loadFashionMnist(trainer::data::Split::kTrain);
   auto network = testing::tinyCnn(8, 100);
   if (!network) return network.status();
-  POSEIDON_RETURN_IF_ERROR(tools::registerNetwork(session, *network));
+  POSEIDON_RETURN_IF_ERROR(trainer::reference::registerNetwork(session, *network));
   POSEIDON_RETURN_IF_ERROR(session.start());
   auto reader =
       tools::BatchReader::create(set, {7, static_cast<uint32_t>(o.workers), static_cast<uint32_t>(o.rank), 8});
@@ -54,7 +54,7 @@ Status runWorker(trainer::Session& session, const PeerOptions& o) {
     if (!restored) return restored.status();
     position = *restored;
   }
-  network->setHooks(tools::sessionHooks(session));
+  network->setHooks(trainer::reference::sessionHooks(session));
   for (uint64_t s = session.iteration(); s < o.steps; ++s) {
     POSEIDON_RETURN_IF_ERROR(reader->read(position));
     auto loss = network->forward(reader->images(), reader->labels());

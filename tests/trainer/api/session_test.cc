@@ -10,9 +10,9 @@
 
 #include "tests/trainer/api/session_job.h"
 #include "tools/train/batch_reader.h"
-#include "tools/train/network_session.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/reference/fashion_cnn.h"
+#include "trainer/reference/network_session.h"
 #include "trainer/timeline/overlap.h"
 #include "trainer/timeline/recorder.h"
 
@@ -160,10 +160,10 @@ TEST(Session, SyncsOfUpperLayersOverlapTheBackwardPassOfLowerOnes) {
         if (!compute) return compute.status();
         auto network = trainer::reference::buildFashionCnn(kBatch, 1);
         if (!network) return network.status();
-        POSEIDON_RETURN_IF_ERROR(tools::registerNetwork(session, *network));
+        POSEIDON_RETURN_IF_ERROR(trainer::reference::registerNetwork(session, *network));
         POSEIDON_RETURN_IF_ERROR(session.start());
         int64_t last_report = 0;
-        auto hooks = tools::sessionHooks(session);
+        auto hooks = trainer::reference::sessionHooks(session);
         auto report = hooks.gradient_ready;
         hooks.gradient_ready = [&, report](size_t l) {
           const int64_t now = trainer::timeline::Recorder::nowNs();

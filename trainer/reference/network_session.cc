@@ -1,8 +1,8 @@
-#include "tools/train/network_session.h"
+#include "trainer/reference/network_session.h"
 
-namespace poseidon::tools {
+namespace poseidon::trainer::reference {
 
-Status registerNetwork(trainer::Session& session, trainer::reference::Network& network) {
+Status registerNetwork(trainer::Session& session, Network& network) {
   for (size_t l = 0; l < network.parametricCount(); ++l) {
     const std::optional<model::Layer> described = network.parametric(l).describe();
     if (!described) return makeStatus(StatusCode::kInternal, "parametric layer {} has no description", l);
@@ -27,9 +27,8 @@ Status registerNetwork(trainer::Session& session, trainer::reference::Network& n
   return Status::ok();
 }
 
-trainer::reference::NetworkHooks sessionHooks(trainer::Session& session,
-                                              std::function<void(HookPhase, size_t layer)> observe) {
-  trainer::reference::NetworkHooks hooks;
+NetworkHooks sessionHooks(trainer::Session& session, std::function<void(HookPhase, size_t layer)> observe) {
+  NetworkHooks hooks;
   hooks.before_forward = [&session, observe](size_t l) {
     if (observe) observe(HookPhase::kWaitBegin, l);
     Status status = session.waitForParameters(l);
@@ -43,4 +42,4 @@ trainer::reference::NetworkHooks sessionHooks(trainer::Session& session,
   return hooks;
 }
 
-}  // namespace poseidon::tools
+}  // namespace poseidon::trainer::reference

@@ -1,5 +1,5 @@
-// A reference Network (trainer/reference/network.h) registered with a Session, layer by layer:
-// the glue poseidon-train and the tests use (examples/ spells the same calls out by hand).
+// A reference Network (network.h) registered with a Session, layer by layer: the glue
+// poseidon-train, the benchmarks and the tests use (examples/ spells the same calls out by hand).
 //
 // Fully-connected layers switch to factors-only mode and register their input X and output
 // gradient dY as the sufficient factors (the library forms, or never forms, dW = dY^T X);
@@ -14,14 +14,13 @@
 #include "trainer/api/session.h"
 #include "trainer/reference/network.h"
 
-namespace poseidon::tools {
+namespace poseidon::trainer::reference {
 
-Status registerNetwork(trainer::Session& session, trainer::reference::Network& network);
+Status registerNetwork(trainer::Session& session, Network& network);
 
 // Hooks that call the session; `observe` (optional) sees each call's layer and phase before and
 // after it, for a timeline.
 enum class HookPhase { kWaitBegin, kWaitEnd, kReady };
-trainer::reference::NetworkHooks sessionHooks(trainer::Session& session,
-                                              std::function<void(HookPhase, size_t layer)> observe = {});
+NetworkHooks sessionHooks(trainer::Session& session, std::function<void(HookPhase, size_t layer)> observe = {});
 
-}  // namespace poseidon::tools
+}  // namespace poseidon::trainer::reference
