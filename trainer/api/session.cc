@@ -226,11 +226,14 @@ Status SessionImpl::shareInitialParameters(Deadline deadline) {
 
 Status SessionImpl::finish() {
   POSEIDON_RETURN_IF_ERROR(running("finish"));
-  const Deadline deadline = startupDeadline();
   Status status = pipeline_->drain(Deadline::after(options_.sync_timeout));
   pipeline_.reset();
+  const Deadline deadline = startupDeadline();  // after the drain, which may take its own while
   if (status.isOk()) status = sync_->finish(deadline);
   if (status.isOk()) status = job_->leave(deadline);
+  // Destroying the sync stops the schemes' drivers: after a failure no sync still running may
+  // write into the trainer's buffers once this returns.
+  if (!status.isOk()) sync_.reset();
   return status.withContext(describe());
 }
 
@@ -278,20 +281,23 @@ Result<uint64_t> SessionImpl::commonCheckpoint(const std::string& dir) {
 
 Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& dir) {
   POSEIDON_RETURN_IF_ERROR(running("restoreCheckpoint"));
-  if (pipeline_->iteration() != 0 || sync_->iteration() != 0) {
+  if (pipeline_->anyReported() || sync_->iteration() != 0) {
     return makeStatus(StatusCode::kInvalidArgument,
-                      "restoreCheckpoint after training began (iteration {}): restore right after start()",
-                      pipeline_->iteration());
+                      "restoreCheckpoint after training began (a layer was reported): restore right after start()");
   }
   auto iteration = commonCheckpoint(dir);
   if (!iteration) return iteration.status().withContext(describe());
   const std::vector<LayerState> states = layerStates();
   auto restored = readWorkerCheckpoint(dir, checkpointIdentity(), *iteration, states);
   if (!restored) return restored.status().withContext(describe());
+  // Files of later iterations are another run's (written before the crash this resumes from):
+  // left, they could be paired with this run's files of the same iteration after the next crash.
+  removeWorkerCheckpointsAfter(dir, static_cast<uint32_t>(rank()), *iteration);
   // A fresh pipeline numbers its syncs from the restored iteration.
   pipeline_.reset();
-  POSEIDON_RETURN_IF_ERROR(sync_->setIteration(restored->iteration));
-  pipeline_ = std::make_unique<WfbpPipeline>(*sync_, sources_, pipelineOptions(), restored->iteration);
+  const Status set = sync_->setIteration(restored->iteration);
+  pipeline_ = std::make_unique<WfbpPipeline>(*sync_, sources_, pipelineOptions(), set.isOk() ? restored->iteration : 0);
+  POSEIDON_RETURN_IF_ERROR(set);
   return std::move(restored->extra);
 }
 

@@ -26,7 +26,9 @@
 // process of batch P*K. Consistency is BSP: a layer's sync needs every worker's gradient.
 //
 // Errors never abort: every call returns a Status naming the layer, the peer or the value. After
-// a sync fails (a peer died, a deadline passed) every later call returns that first failure.
+// a sync fails (a peer died, a deadline passed) every later call returns that first failure; the
+// registered buffers stay the library's (a sync may still be running) until finish() returns or
+// the session is destroyed. A start() that failed leaves the session to be destroyed.
 #pragma once
 
 #include <chrono>

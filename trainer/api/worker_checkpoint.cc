@@ -97,6 +97,12 @@ Status writeWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdent
   return Status::ok();
 }
 
+void removeWorkerCheckpointsAfter(const std::string& dir, uint32_t rank, uint64_t iteration) {
+  for (uint64_t i : listWorkerCheckpoints(dir, rank)) {
+    if (i > iteration) ::unlink(workerCheckpointPath(dir, rank, i).c_str());
+  }
+}
+
 Result<RestoredCheckpoint> readWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdentity& id,
                                                 uint64_t iteration, std::span<const LayerState> layers) {
   const std::string path = workerCheckpointPath(dir, id.rank, iteration);
@@ -106,6 +112,11 @@ Result<RestoredCheckpoint> readWorkerCheckpoint(const std::string& dir, const Wo
     POSEIDON_RETURN_IF_ERROR(header(reader, id));
     std::vector<uint64_t> numbers;
     POSEIDON_RETURN_IF_ERROR(reader.u64s("iteration and extra bytes", numbers, 2));
+    if (numbers[0] != iteration) {
+      return makeStatus(StatusCode::kProtocolError, "holds iteration {}, expected {} (its name)", numbers[0],
+                        iteration);
+    }
+
     if (numbers[1] > kMaxExtraBytes) {
       return makeStatus(StatusCode::kProtocolError, "the trainer's state is {} bytes, more than the {} allowed",
                         numbers[1], kMaxExtraBytes);
@@ -127,10 +138,6 @@ Result<RestoredCheckpoint> readWorkerCheckpoint(const std::string& dir, const Wo
         std::copy(staged[i].begin(), staged[i].end(), part.begin());
         ++i;
       }
-    }
-    if (numbers[0] != iteration) {
-      return makeStatus(StatusCode::kProtocolError, "holds iteration {}, expected {} (its name)", numbers[0],
-                        iteration);
     }
     RestoredCheckpoint restored;
     restored.iteration = numbers[0];

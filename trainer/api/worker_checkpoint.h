@@ -43,6 +43,9 @@ std::vector<uint64_t> listWorkerCheckpoints(const std::string& dir, uint32_t ran
 Status writeWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdentity& id, uint64_t iteration,
                              std::span<const uint8_t> extra, std::span<const LayerState> layers);
 
+// Removes this rank's files of iterations after `iteration` (a resumed run's future is its own).
+void removeWorkerCheckpointsAfter(const std::string& dir, uint32_t rank, uint64_t iteration);
+
 struct RestoredCheckpoint {
   uint64_t iteration = 0;
   std::vector<uint8_t> extra;

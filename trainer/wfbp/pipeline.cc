@@ -134,6 +134,14 @@ Status WfbpPipeline::endIteration() {
   return Status::ok();
 }
 
+bool WfbpPipeline::anyReported() const {
+  std::lock_guard lock(mutex_);
+  for (const LayerState& state : layers_) {
+    if (state.reported > 0) return true;
+  }
+  return false;
+}
+
 Status WfbpPipeline::drain(Deadline deadline) {
   std::unique_lock lock(mutex_);
   uint64_t reported = 0;
@@ -230,13 +238,21 @@ void WfbpPipeline::runCompleter() {
     }
     Status closed;
     bool last = false;
+    bool failed = false;
     {
       std::lock_guard lock(mutex_);
       ++layers_[next.layer].completed;
       last = ++collected_in_iteration_ == layers_.size();
-      if (!result) fail(result.status());
+      if (!result) {
+        // A start HybridSync refused never reached it: the request holds the cause.
+        const Status& refused = next.request->status();
+        fail(refused.isOk() ? result.status() : refused);
+      }
+      failed = !failure_.isOk() || stopping_;
     }
-    if (last) {
+    // After a failure the iteration is not closed on the sync: that would wait for peers (the
+    // replica check, HybComm's agreement) that will not answer, delaying the shutdown.
+    if (last && !failed) {
       std::lock_guard sync_lock(sync_mutex_);
       closed = sync_.endIteration(Deadline::after(options_.sync_timeout));
     }
@@ -245,7 +261,8 @@ void WfbpPipeline::runCompleter() {
       if (last) {
         collected_in_iteration_ = 0;
         ++closed_iterations_;
-        if (!closed.isOk()) fail(closed.withContext(fmt::format("closing iteration {}", next.iteration)));
+        if (!closed.isOk())
+          fail(closed.withContext(fmt::format("closing iteration {}", first_iteration_ + next.iteration)));
       }
     }
     changed_.notify_all();

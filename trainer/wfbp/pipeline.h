@@ -77,7 +77,9 @@ class WfbpPipeline {
                uint64_t first_iteration = 0);
   WfbpPipeline(const WfbpPipeline&) = delete;
   WfbpPipeline& operator=(const WfbpPipeline&) = delete;
-  // Stops the threads; a sync still running ends by its own deadline first.
+  // Stops the threads without waiting for syncs still running: they go on on the schemes' driver
+  // threads until the HybridSync is destroyed (which stops those), so the trainer's buffers stay
+  // the library's until then.
   ~WfbpPipeline();
 
   size_t layerCount() const { return layers_.size(); }
@@ -97,6 +99,8 @@ class WfbpPipeline {
   Status waitForParameters(size_t layer, Deadline deadline);
   // Every layer has been reported in this iteration; fails naming those that were not.
   Status endIteration();
+  // Whether any layer was ever reported (a restore must come before).
+  bool anyReported() const;
   // Waits until every reported sync has completed and its iteration is closed.
   Status drain(Deadline deadline);
 
