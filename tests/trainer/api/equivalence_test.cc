@@ -73,14 +73,7 @@ std::vector<Params> trainThroughLibrary(const trainer::HybCommOptions& hybcomm) 
         trainSet(), {kDataSeed, kWorkers, static_cast<uint32_t>(w), static_cast<uint32_t>(kBatch)});
     if (!reader) return reader.status();
     trainer::data::Position position;
-    for (uint64_t s = 0; s < kSteps; ++s) {
-      POSEIDON_RETURN_IF_ERROR(reader->read(position));
-      auto loss = network->forward(reader->images(), reader->labels());
-      if (!loss) return loss.status();
-      POSEIDON_RETURN_IF_ERROR(network->backward());
-      POSEIDON_RETURN_IF_ERROR(session.endIteration());
-      position = reader->sharder().next(position);
-    }
+    for (uint64_t s = 0; s < kSteps; ++s) POSEIDON_RETURN_IF_ERROR(trainStep(*network, session, *reader, position));
     Params& mine = finals[static_cast<size_t>(w)];
     for (size_t l = 0; l < network->parametricCount(); ++l) {
       POSEIDON_RETURN_IF_ERROR(session.waitForParameters(l));

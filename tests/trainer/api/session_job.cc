@@ -36,6 +36,17 @@ std::vector<Status> runSessionJob(const trainer::SessionOptions& options, const 
   return statuses;
 }
 
+Status trainStep(trainer::reference::Network& network, trainer::Session& session, tools::BatchReader& reader,
+                 trainer::data::Position& position) {
+  POSEIDON_RETURN_IF_ERROR(reader.read(position));
+  auto loss = network.forward(reader.images(), reader.labels());
+  if (!loss) return loss.status();
+  POSEIDON_RETURN_IF_ERROR(network.backward());
+  POSEIDON_RETURN_IF_ERROR(session.endIteration());
+  position = reader.sharder().next(position);
+  return Status::ok();
+}
+
 std::string failures(const std::vector<Status>& statuses) {
   std::string text;
   for (size_t r = 0; r < statuses.size(); ++r) {

@@ -5,7 +5,9 @@
 #include <functional>
 #include <vector>
 
+#include "tools/train/batch_reader.h"
 #include "trainer/api/session.h"
+#include "trainer/reference/network.h"
 
 namespace poseidon::testing {
 
@@ -16,6 +18,11 @@ using WorkerBody = std::function<Status(trainer::Session& session, int worker)>;
 // set, adjusts a rank's copy of the options (its own timeline callback, say).
 std::vector<Status> runSessionJob(const trainer::SessionOptions& options, const WorkerBody& worker,
                                   const std::function<void(int rank, trainer::SessionOptions&)>& per_rank = {});
+
+// One training step of a worker through the session: reads the batch at `position`, runs forward
+// and backward (the network's hooks report and wait), ends the iteration and moves `position` on.
+Status trainStep(trainer::reference::Network& network, trainer::Session& session, tools::BatchReader& reader,
+                 trainer::data::Position& position);
 
 // "" when every status is OK, else one line per failed rank.
 std::string failures(const std::vector<Status>& statuses);

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/trainer/api/session_job.h"
 #include "tests/trainer/api/tiny_cnn.h"
 #include "tools/train/batch_reader.h"
 #include "trainer/data/fashion_mnist.h"
@@ -56,12 +57,7 @@ Status runWorker(trainer::Session& session, const PeerOptions& o) {
   }
   network->setHooks(trainer::reference::sessionHooks(session));
   for (uint64_t s = session.iteration(); s < o.steps; ++s) {
-    POSEIDON_RETURN_IF_ERROR(reader->read(position));
-    auto loss = network->forward(reader->images(), reader->labels());
-    if (!loss) return loss.status();
-    POSEIDON_RETURN_IF_ERROR(network->backward());
-    POSEIDON_RETURN_IF_ERROR(session.endIteration());
-    position = reader->sharder().next(position);
+    POSEIDON_RETURN_IF_ERROR(testing::trainStep(*network, session, *reader, position));
     if (o.checkpoint_every > 0 && (s + 1) % o.checkpoint_every == 0) {
       POSEIDON_RETURN_IF_ERROR(session.saveCheckpoint(o.checkpoint_dir, reader->sharder().save(position)));
     }
