@@ -13,6 +13,9 @@
 //   dW = dY^T X is formed by the library, or never formed at all when SFB carries the factors;
 //   [Poseidon ATC'17] section 3.2). The bias gradient is the column sums of dY: no buffer needed.
 // - any other layer: the gradient of its parameters, in the parameters' layout.
+// Buffers may be host or GPU memory (all of one layer's alike): a GPU layer is synced through
+// pinned host staging on copy streams ordered after the trainer's compute stream
+// (trainer/wfbp/device_staging.h; SessionOptions::compute_stream).
 // Gradients are of the worker's own mean loss over its K samples; the library averages them over
 // the workers, so P workers of batch K train like one process of batch P*K.
 #pragma once

@@ -11,7 +11,6 @@
 #include "trainer/api/worker_checkpoint.h"
 #include "trainer/sync/hybrid_ps.h"
 #include "trainer/sync/hybrid_sync.h"
-#include "transport/device_memory.h"
 
 namespace poseidon::trainer {
 
@@ -50,31 +49,6 @@ Status validateOptions(const SessionOptions& options) {
   return Status::ok();
 }
 
-// The pipeline reads and writes the buffers on the CPU; a stream pool that stages GPU buffers is
-// not built yet, so a device pointer is refused here rather than faulting later.
-Status refuseDeviceMemory(const LayerRegistration& layer) {
-  const auto device = transport::builtinDeviceMemory();
-  const struct {
-    const char* what;
-    const void* data;
-    size_t bytes;
-  } buffers[] = {{"params", layer.params.data(), layer.params.size_bytes()},
-                 {"input", layer.input.data(), layer.input.size_bytes()},
-                 {"output_gradient", layer.output_gradient.data(), layer.output_gradient.size_bytes()},
-                 {"gradient", layer.gradient.data(), layer.gradient.size_bytes()}};
-  for (const auto& buffer : buffers) {
-    if (buffer.bytes == 0) continue;
-    auto on_device = device->isDeviceMemory(buffer.data, buffer.bytes);
-    if (on_device.isOk() && *on_device) {
-      return makeStatus(StatusCode::kUnavailable,
-                        "layer '{}': {} is GPU memory; the Session takes host buffers only for now (copy to pinned "
-                        "host memory first)",
-                        layer.name, buffer.what);
-    }
-  }
-  return Status::ok();
-}
-
 class SessionImpl final : public Session {
  public:
   SessionImpl(SessionOptions options, std::unique_ptr<JobConnection> job)
@@ -82,7 +56,8 @@ class SessionImpl final : public Session {
 
   ~SessionImpl() override {
     pipeline_.reset();  // its threads stop before the sync they drive goes
-    sync_.reset();
+    sync_.reset();      // its replicas live in the staging of device layers
+    staging_.reset();
   }
 
   int rank() const override { return job_->rank(); }
@@ -127,14 +102,17 @@ class SessionImpl final : public Session {
     PipelineOptions pipeline;
     pipeline.sync_timeout = options_.sync_timeout;
     pipeline.on_sync = options_.on_sync;
+    pipeline.staging = staging_ && staging_->anyOnDevice() ? staging_.get() : nullptr;
     return pipeline;
   }
   Result<model::Model> publishedModel(Deadline deadline);
+  Status createStaging();
 
   const SessionOptions options_;
   std::unique_ptr<JobConnection> job_;
   std::vector<LayerRegistration> layers_;
   model::Model model_;
+  std::unique_ptr<DeviceStaging> staging_;  // the host side of layers kept in GPU memory
   std::unique_ptr<HybridSync> sync_;
   std::vector<LayerSource> sources_;
   std::unique_ptr<WfbpPipeline> pipeline_;
@@ -150,7 +128,6 @@ Result<size_t> SessionImpl::addLayer(const LayerRegistration& layer) {
     }
   }
   POSEIDON_RETURN_IF_ERROR(validateRegistration(layer, options_.batch));
-  POSEIDON_RETURN_IF_ERROR(refuseDeviceMemory(layer));
   layers_.push_back(layer);
   return layers_.size() - 1;
 }
@@ -164,6 +141,7 @@ Status SessionImpl::start() {
   for (const LayerRegistration& layer : layers_) described.push_back(describeLayer(layer));
   model_ = model::Model("session", std::move(described), options_.batch);
   POSEIDON_RETURN_IF_ERROR(model_.validate());
+  POSEIDON_RETURN_IF_ERROR(createStaging());
   // The servers build their side from worker 0's model; the workers' start-up agreement (in
   // HybridSync) catches a worker that registered other layers.
   if (rank() == 0) {
@@ -188,18 +166,39 @@ Status SessionImpl::start() {
   sync_ = std::move(*sync);
   POSEIDON_RETURN_IF_ERROR(shareInitialParameters(deadline));
   for (size_t l = 0; l < layers_.size(); ++l) {
-    POSEIDON_RETURN_IF_ERROR(sync_->bindParams(l, layers_[l].params));
-    const LayerRegistration& r = layers_[l];
-    sources_.push_back({r.input.data(), r.output_gradient.data(), r.feature_major, r.gradient.data()});
+    // A device layer's replica lives in its pinned staging, a host layer's in the trainer's memory.
+    const StagedLayerBuffers& host = staging_->host(l);
+    POSEIDON_RETURN_IF_ERROR(sync_->bindParams(l, host.params));
+    sources_.push_back(
+        {host.input.data(), host.output_gradient.data(), layers_[l].feature_major, host.gradient.data()});
   }
+  POSEIDON_RETURN_IF_ERROR(staging_->pushParamsToDevice(deadline));
   pipeline_ = std::make_unique<WfbpPipeline>(*sync_, sources_, pipelineOptions());
   return Status::ok();
+}
+
+Status SessionImpl::createStaging() {
+  std::vector<std::string> names;
+  std::vector<StagedLayerBuffers> buffers;
+  for (const LayerRegistration& r : layers_) {
+    names.push_back(r.name);
+    buffers.push_back({r.params, r.input, r.output_gradient, r.gradient});
+  }
+  DeviceStagingOptions staging;
+  staging.compute_stream = options_.compute_stream;
+  staging.copy_streams = options_.copy_streams;
+  auto created =
+      DeviceStaging::create(options_.copy_engine ? options_.copy_engine : builtinCopyEngine(), names, buffers, staging);
+  if (!created) return created.status().withContext(describe());
+  staging_ = std::move(*created);
+  // Worker 0's parameters are shared from the host side.
+  return staging_->pullParamsToHost(startupDeadline()).withContext(describe());
 }
 
 Status SessionImpl::shareInitialParameters(Deadline deadline) {
   transport::bootstrap::StoreView initial = job_->view().child("initial");
   for (size_t l = 0; l < layers_.size(); ++l) {
-    std::span<float> params = layers_[l].params;
+    std::span<float> params = staging_->host(l).params;
     const size_t bytes = params.size_bytes();
     auto* data = reinterpret_cast<uint8_t*>(params.data());
     for (size_t offset = 0, piece = 0; offset < bytes; offset += kPieceBytes, ++piece) {
@@ -293,6 +292,7 @@ Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& d
   // Files of later iterations are another run's (written before the crash this resumes from):
   // left, they could be paired with this run's files of the same iteration after the next crash.
   removeWorkerCheckpointsAfter(dir, static_cast<uint32_t>(rank()), *iteration);
+  POSEIDON_RETURN_IF_ERROR(staging_->pushParamsToDevice(startupDeadline()).withContext(describe()));
   // A fresh pipeline numbers its syncs from the restored iteration.
   pipeline_.reset();
   const Status set = sync_->setIteration(restored->iteration);

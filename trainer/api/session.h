@@ -45,6 +45,7 @@
 #include "trainer/api/job_layout.h"
 #include "trainer/api/layer_registration.h"
 #include "trainer/hybcomm/hybcomm.h"
+#include "trainer/wfbp/copy_engine.h"
 #include "trainer/wfbp/pipeline.h"
 #include "transport/bootstrap/launch_env.h"
 #include "transport/device.h"
@@ -69,6 +70,13 @@ struct SessionOptions {
   std::function<void(const SyncRecord&)> on_sync;
   // Every this many iterations the workers compare a hash of every replica (0: never).
   uint64_t replica_check_every = 0;
+  // GPU buffers (trainer/wfbp/device_staging.h): a layer registered with device pointers is synced
+  // through pinned host staging, its copies on `copy_streams` streams of `copy_engine` (nullptr:
+  // CUDA's where a device is present), ordered after the work the trainer queued on
+  // `compute_stream` (its cudaStream_t; nullptr: the default stream).
+  std::shared_ptr<CopyEngine> copy_engine;
+  void* compute_stream = nullptr;
+  size_t copy_streams = 2;
 };
 
 class Session {

@@ -82,6 +82,11 @@ Status WfbpPipeline::gradientReady(size_t layer) {
                       "sync (call waitForParameters before its forward pass)",
                       name, first_iteration_ + trainer_iteration_);
   }
+  if (options_.staging != nullptr) {
+    // Queued behind the backward step on the trainer's stream; the starter waits for it.
+    Status queued = options_.staging->gradientToHost(layer);
+    if (!queued.isOk()) return queued.withContext(fmt::format("copying layer '{}' to the host", name));
+  }
   ++state.reported;
   state.reported_at = Clock::now();
   ready_[(ready_head_ + ready_count_) % ready_.size()] = Ready{layer, trainer_iteration_};
@@ -113,6 +118,12 @@ Status WfbpPipeline::waitForParameters(size_t layer, Deadline deadline) {
                       name, first_iteration_ + state.reported - 1);
   }
   state.waited = state.reported;
+  lock.unlock();
+  // A device layer: the trainer's next work on its stream waits for the parameters' copy.
+  if (options_.staging != nullptr) {
+    Status ordered = options_.staging->orderComputeAfterParams(layer);
+    if (!ordered.isOk()) return ordered.withContext(fmt::format("copying layer '{}' to the device", name));
+  }
   return Status::ok();
 }
 
@@ -194,12 +205,14 @@ void WfbpPipeline::runStarter() {
       --ready_count_;
       reported_at = layers_[next.layer].reported_at;
     }
-    Status copied = copyIn(next.layer);
+    const Deadline deadline(reported_at + options_.sync_timeout);
+    Status copied = options_.staging != nullptr ? options_.staging->waitGradient(next.layer, deadline) : Status::ok();
+    if (copied.isOk()) copied = copyIn(next.layer);
     transport::RequestPtr request;
     const Clock::time_point started = Clock::now();
     if (copied.isOk()) {
       std::lock_guard sync_lock(sync_mutex_);
-      request = sync_.startLayer(next.layer, Deadline(reported_at + options_.sync_timeout));
+      request = sync_.startLayer(next.layer, deadline);
     } else {
       request = transport::failedRequest("copying the layer's gradient", std::move(copied));
     }
@@ -235,6 +248,12 @@ void WfbpPipeline::runCompleter() {
     {
       std::lock_guard sync_lock(sync_mutex_);
       result = sync_.waitLayer(next.layer, Deadline(Clock::now()));
+    }
+    // A device layer's update goes back before the layer counts as updated, so the trainer's
+    // wait orders its stream after this copy.
+    if (result && options_.staging != nullptr) {
+      Status queued = options_.staging->paramsToDevice(next.layer);
+      if (!queued.isOk()) result = queued.withContext("copying the updated parameters to the device");
     }
     Status closed;
     bool last = false;

@@ -34,6 +34,7 @@
 #include "common/status.h"
 #include "scheme/scheme.h"
 #include "trainer/sync/hybrid_sync.h"
+#include "trainer/wfbp/device_staging.h"
 
 namespace poseidon::trainer {
 
@@ -67,6 +68,10 @@ struct PipelineOptions {
   // Called on the completer thread once per completed sync (keep it short; it must not call the
   // pipeline). Empty: none.
   std::function<void(const SyncRecord&)> on_sync;
+  // Layers whose buffers are in GPU memory (device_staging.h): their gradients are copied to
+  // the staging `sources` point at before the sync starts, and their updated parameters back to
+  // the device after it completes. nullptr: every buffer is host memory. Must outlive the pipeline.
+  DeviceStaging* staging = nullptr;
 };
 
 class WfbpPipeline {

@@ -33,18 +33,6 @@ constexpr uint64_t kWorker0Seed = 100;
 constexpr float kLr = 0.05f;
 const char* const kOptimizer = "sgd:lr=0.05";
 
-const trainer::data::ImageSet& trainSet() {
-  static const trainer::data::ImageSet* set = [] {
-    auto loaded = trainer::data::loadFashionMnist(trainer::data::Split::kTrain);
-    if (!loaded) {
-      ADD_FAILURE() << loaded.status().toString();
-      return new trainer::data::ImageSet();
-    }
-    return new trainer::data::ImageSet(std::move(*loaded));
-  }();
-  return *set;
-}
-
 using Params = std::vector<std::vector<float>>;  // per layer
 
 trainer::SessionOptions sessionOptions(const trainer::HybCommOptions& hybcomm) {
@@ -70,7 +58,7 @@ std::vector<Params> trainThroughLibrary(const trainer::HybCommOptions& hybcomm) 
     POSEIDON_RETURN_IF_ERROR(session.start());
     network->setHooks(trainer::reference::sessionHooks(session));
     auto reader = tools::BatchReader::create(
-        trainSet(), {kDataSeed, kWorkers, static_cast<uint32_t>(w), static_cast<uint32_t>(kBatch)});
+        fashionTrainSet(), {kDataSeed, kWorkers, static_cast<uint32_t>(w), static_cast<uint32_t>(kBatch)});
     if (!reader) return reader.status();
     trainer::data::Position position;
     for (uint64_t s = 0; s < kSteps; ++s) POSEIDON_RETURN_IF_ERROR(trainStep(*network, session, *reader, position));
@@ -163,9 +151,10 @@ Reference trainInOneProcess(const std::vector<scheme::Scheme>& schemes) {
   std::vector<tools::BatchReader> readers;
   for (int p = 0; p < kWorkers; ++p) {
     readers.push_back(*tools::BatchReader::create(
-        trainSet(), {kDataSeed, kWorkers, static_cast<uint32_t>(p), static_cast<uint32_t>(kBatch)}));
+        fashionTrainSet(), {kDataSeed, kWorkers, static_cast<uint32_t>(p), static_cast<uint32_t>(kBatch)}));
   }
-  auto global = *tools::BatchReader::create(trainSet(), {kDataSeed, 1, 0, static_cast<uint32_t>(kBatch * kWorkers)});
+  auto global =
+      *tools::BatchReader::create(fashionTrainSet(), {kDataSeed, 1, 0, static_cast<uint32_t>(kBatch * kWorkers)});
   trainer::data::Position position;
   for (uint64_t s = 0; s < kSteps; ++s) {
     for (size_t l = 0; l < layers; ++l) {

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "tests/support/mesh.h"
+#include "trainer/data/fashion_mnist.h"
 
 namespace poseidon::testing {
 
@@ -45,6 +46,19 @@ Status trainStep(trainer::reference::Network& network, trainer::Session& session
   POSEIDON_RETURN_IF_ERROR(session.endIteration());
   position = reader.sharder().next(position);
   return Status::ok();
+}
+
+const trainer::data::ImageSet& fashionTrainSet() {
+  static const trainer::data::ImageSet* set = [] {
+    auto loaded = trainer::data::loadFashionMnist(trainer::data::Split::kTrain);
+    if (!loaded) {
+      // Every test that reads it then fails on the empty set; this says why.
+      fmt::print(stderr, "loading Fashion-MNIST's training set: {}\n", loaded.status().toString());
+      return new trainer::data::ImageSet();
+    }
+    return new trainer::data::ImageSet(std::move(*loaded));
+  }();
+  return *set;
 }
 
 std::string failures(const std::vector<Status>& statuses) {

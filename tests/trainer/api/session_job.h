@@ -24,6 +24,9 @@ std::vector<Status> runSessionJob(const trainer::SessionOptions& options, const 
 Status trainStep(trainer::reference::Network& network, trainer::Session& session, tools::BatchReader& reader,
                  trainer::data::Position& position);
 
+// Fashion-MNIST's training set, loaded once per process (on failure: empty, the cause on stderr).
+const trainer::data::ImageSet& fashionTrainSet();
+
 // "" when every status is OK, else one line per failed rank.
 std::string failures(const std::vector<Status>& statuses);
 
