@@ -1,0 +1,109 @@
+#include "trainer/wfbp/cost_fit.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/layer.h"
+
+namespace poseidon::trainer {
+
+namespace {
+
+double rmsResidual(std::span<const ProbeSample> samples, const MessageCost& cost) {
+  double sum = 0;
+  for (const ProbeSample& s : samples) {
+    const double residual = s.seconds - cost.seconds(s.bytes);
+    sum += residual * residual;
+  }
+  return std::sqrt(sum / static_cast<double>(samples.size()));
+}
+
+// T(floats) of one tensor of `floats` float32 under the cost model.
+Result<double> modelSeconds(scheme::Scheme scheme, const ClusterShape& cluster, const LinkModel& link, Duplex duplex,
+                            uint64_t floats) {
+  auto traffic = busiestNodeTraffic(scheme, model::Layer::other("merged", floats), cluster);
+  if (!traffic) return traffic.status();
+  return estimateSeconds(*traffic, link, duplex, sizeof(float));
+}
+
+}  // namespace
+
+Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples) {
+  if (samples.empty()) {
+    return makeStatus(StatusCode::kInvalidArgument, "cost fit: no probe samples, expected timings of 2 sizes or more");
+  }
+  double mean_bytes = 0, mean_seconds = 0;
+  bool distinct = false;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (!std::isfinite(samples[i].seconds) || samples[i].seconds < 0) {
+      return makeStatus(StatusCode::kInvalidArgument,
+                        "cost fit: probe sample {} ({} bytes) took {} s, expected a finite time >= 0", i,
+                        samples[i].bytes, samples[i].seconds);
+    }
+    distinct = distinct || samples[i].bytes != samples[0].bytes;
+    mean_bytes += static_cast<double>(samples[i].bytes);
+    mean_seconds += samples[i].seconds;
+  }
+  if (!distinct) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "cost fit: every probe sample has the same size, {} bytes; a line T(M) = a + bM needs 2 "
+                      "distinct sizes or more",
+                      samples[0].bytes);
+  }
+  const double n = static_cast<double>(samples.size());
+  mean_bytes /= n;
+  mean_seconds /= n;
+  double sxy = 0, sxx = 0, sxy_origin = 0, sxx_origin = 0;
+  for (const ProbeSample& s : samples) {
+    const double x = static_cast<double>(s.bytes);
+    sxy += (x - mean_bytes) * (s.seconds - mean_seconds);
+    sxx += (x - mean_bytes) * (x - mean_bytes);
+    sxy_origin += x * s.seconds;
+    sxx_origin += x * x;
+  }
+  CostFit fit;
+  fit.samples = samples.size();
+  const double b = sxy / sxx;
+  const double a = mean_seconds - b * mean_bytes;
+  if (b < 0) {
+    fit.cost = {mean_seconds, 0};
+    fit.note = fmt::format(
+        "slope {:.3g} s/B < 0 (time fell with size: the noise exceeds what the sizes probed show), clamped "
+        "to b = 0, a = the mean time",
+        b);
+  } else if (a < 0) {
+    fit.cost = {0, sxy_origin / sxx_origin};  // sxx_origin > 0: some size is > 0 (two distinct sizes)
+    fit.note = fmt::format(
+        "intercept {:.3g} s < 0 (latency below the noise), clamped to a = 0, b refitted "
+        "through the origin",
+        a);
+  } else {
+    fit.cost = {a, b};
+  }
+  fit.rms_residual_s = rmsResidual(samples, fit.cost);
+  return fit;
+}
+
+Result<MessageCost> tensorMessageCost(scheme::Scheme scheme, const ClusterShape& cluster, const LinkModel& link,
+                                      Duplex duplex) {
+  if (scheme != scheme::Scheme::kPs && scheme != scheme::Scheme::kRing) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "T(M) of a plain tensor under {}: only PS and ring move a tensor; {} moves a layer's factors "
+                      "(price such a layer with the cost model and plan it unmergeable)",
+                      scheme::schemeName(scheme), scheme::schemeName(scheme));
+  }
+  // Two sizes give the line (both terms are linear in M; see the header). Powers of two keep the
+  // per-server and per-step splits exact.
+  constexpr uint64_t kSmall = uint64_t{1} << 20, kLarge = uint64_t{1} << 21;  // floats
+  auto small = modelSeconds(scheme, cluster, link, duplex, kSmall);
+  if (!small) return small.status();
+  auto large = modelSeconds(scheme, cluster, link, duplex, kLarge);
+  if (!large) return large.status();
+  // T(2M) - T(M) = bM and 2T(M) - T(2M) = a, each one rounding from the cost model's values.
+  const double small_bytes = static_cast<double>(kSmall * sizeof(float));
+  return MessageCost{std::max(0.0, 2 * *small - *large), (*large - *small) / small_bytes};
+}
+
+}  // namespace poseidon::trainer

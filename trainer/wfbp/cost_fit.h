@@ -1,0 +1,56 @@
+// Where a merge plan's T(M) = a + bM comes from: fitted to a probe's timings, or derived from a
+// measured link through the cost model (trainer/hybcomm/cost_model.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "common/status.h"
+#include "scheme/scheme.h"
+#include "trainer/hybcomm/cluster_shape.h"
+#include "trainer/hybcomm/cost_model.h"
+#include "trainer/wfbp/message_cost.h"
+
+namespace poseidon::trainer {
+
+// One timed message of a probe.
+struct ProbeSample {
+  uint64_t bytes = 0;
+  double seconds = 0;
+};
+
+struct CostFit {
+  MessageCost cost;
+  double rms_residual_s = 0;  // of the samples about the line returned
+  size_t samples = 0;
+  // Empty when the least-squares line is returned as is; otherwise what was clamped and why.
+  std::string note;
+};
+
+// Least-squares line through the samples. Fails for no samples, a negative or non-finite time, or
+// fewer than 2 distinct sizes (naming the one size). A negative slope (time falling with size:
+// noise larger than the probe's size range shows) is clamped to b = 0, a = the mean time; a
+// negative intercept (latency below the noise) to a = 0, with b refitted through the origin.
+Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples);
+
+// T(M) of one sync of a plain tensor of M bytes under `scheme` (PS or ring: the schemes that move
+// a tensor; SFB and Adam move a layer's factors and fail), on a node whose every link is `link`:
+// the cost model's busiest-node traffic priced by estimateSeconds, which is messages x latency +
+// bytes / rate. Both terms are linear in M for PS and ring, so T(M) = a + bM holds, with
+//   PS    a = (P1+P2-2) latencies, b = (P1+P2-2)/P2 / rate   (psNodeTraffic, one direction)
+//   ring  a = 2(P1-1) latencies,   b = 2(P1-1)/P1 / rate     (ringNodeTraffic, one direction)
+// on a full-duplex link; on a half-duplex one, both directions share it: twice each.
+// Where this is exact and where not (the cost model's own assumptions, inherited):
+// - exact in the model: the full-duplex max of sends and receives is one line because both
+//   schemes are symmetric (a node sends as much, in as many messages, as it receives);
+// - PS spreads a tensor over all P2 servers; a merged tensor of fewer than P2 chunks (2 MiB each)
+//   reaches only some, so the real latency term is smaller than a for small M;
+// - a payload cut into chunks pays the latency once (the chunks behind it are pipelined); per-chunk
+//   overheads of a real transport add to b, and the reduction and optimizer passes are not in b
+//   at all: fitMessageCost on a probe of real syncs captures both.
+Result<MessageCost> tensorMessageCost(scheme::Scheme scheme, const ClusterShape& cluster, const LinkModel& link,
+                                      Duplex duplex = Duplex::kFull);
+
+}  // namespace poseidon::trainer
