@@ -1,0 +1,186 @@
+#include "tools/trace/trace_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "trainer/hybcomm/cost_model.h"
+
+namespace poseidon::tools {
+
+namespace {
+
+constexpr scheme::Scheme kSchemes[] = {scheme::Scheme::kPs, scheme::Scheme::kSfb, scheme::Scheme::kRing,
+                                       scheme::Scheme::kAdam};
+
+Result<double> schemeSeconds(scheme::Scheme s, const model::Layer& layer, const trainer::ClusterShape& cluster,
+                             const trainer::LinkModel& link) {
+  auto traffic = trainer::busiestNodeTraffic(s, layer, cluster);
+  if (!traffic) return traffic.status();
+  return trainer::estimateSeconds(*traffic, link);
+}
+
+}  // namespace
+
+Result<LeastCommunication> leastCommunication(const TraceCommandLine& c) {
+  const trainer::ClusterShape cluster{c.workers, c.ps_servers, static_cast<int64_t>(c.trace.scaled_batch)};
+  const trainer::LinkModel link{c.latency_us * 1e-6, c.scale.scaled_bps / 8};
+  LeastCommunication least;
+  for (const trainer::trace::TraceLayer& layer : c.trace.layers) {
+    auto ps = schemeSeconds(scheme::Scheme::kPs, layer.scaled, cluster, link);
+    if (!ps) return ps.status();
+    double ring = std::numeric_limits<double>::infinity(), sfb = ring;
+    if (c.workers > 1) {  // one worker has no ring
+      auto r = schemeSeconds(scheme::Scheme::kRing, layer.scaled, cluster, link);
+      if (!r) return r.status();
+      ring = *r;
+      least.ring_s += ring;
+    }
+    if (layer.scaled.isFullyConnected()) {
+      auto s = schemeSeconds(scheme::Scheme::kSfb, layer.scaled, cluster, link);
+      if (!s) return s.status();
+      sfb = *s;
+    }
+    least.ps_s += *ps;
+    least.ps_sfb_s += std::min(*ps, sfb);
+    least.least_s += std::min({*ps, sfb, ring});
+  }
+  if (c.workers == 1) least.ring_s = std::numeric_limits<double>::quiet_NaN();
+  return least;
+}
+
+std::string describeTrace(const TraceCommandLine& c, const LeastCommunication& least) {
+  const trainer::trace::TraceModel& t = c.trace;
+  const double real_mb = 4.0 * static_cast<double>(t.realParams()) / 1e6;
+  const double scaled_mb = 4.0 * static_cast<double>(t.scaledParams()) / 1e6;
+  std::string out = fmt::format(
+      "trace model {}: {} layers, batch K = {} at {:.1f} images/s ({}): compute {:.1f} ms per iteration "
+      "(forward {:.1f}, backward {:.1f})\n",
+      t.name, t.layers.size(), t.batch, t.images_per_s, c.rate_source, 1e3 * t.computeSeconds(),
+      1e3 * t.forwardSeconds(), 1e3 * (t.computeSeconds() - t.forwardSeconds()));
+  out += fmt::format(
+      "scale: link {} ({:.3g} Gbit/s), cap {} -> s = {:.4g}, scaled rate {:.4g} Mbit/s; model {:.2f} MB -> {:.4f} MB "
+      "(x {:.4g}); FC factors' batch K = {}\n",
+      c.link, c.scale.real_bps / 1e9, c.rate_cap, c.scale.factor, c.scale.scaled_bps / 1e6, real_mb, scaled_mb,
+      real_mb / scaled_mb, t.scaled_batch);
+  out += fmt::format(
+      "least communication per iteration on the scaled link (cost model, {} workers, {} PS servers, {} us per "
+      "message): {:.1f} ms (PS {:.1f}, PS/SFB {:.1f}, ring {:.1f}); max(compute, least) = {:.1f} ms\n",
+      c.workers, c.ps_servers, c.latency_us, 1e3 * least.least_s, 1e3 * least.ps_s, 1e3 * least.ps_sfb_s,
+      1e3 * least.ring_s, 1e3 * std::max(t.computeSeconds(), least.least_s));
+  return out;
+}
+
+TraceSummary summarize(const std::vector<TraceIteration>& iterations, const LeastCommunication& least,
+                       double model_compute_s) {
+  TraceSummary s;
+  if (iterations.empty()) return s;
+  for (const TraceIteration& it : iterations) {
+    s.iteration_s += it.seconds;
+    s.compute_s += it.compute_seconds;
+    s.wait_s += it.wait_seconds;
+  }
+  const double n = static_cast<double>(iterations.size());
+  s.iteration_s /= n;
+  s.compute_s /= n;
+  s.wait_s /= n;
+  s.idle_share = TraceIteration{s.iteration_s, s.compute_s, s.wait_s}.idleShare();
+  const double bound = std::max(s.compute_s, least.least_s);
+  s.ratio = bound > 0 ? s.iteration_s / bound : 0;
+  const double model_bound = std::max(model_compute_s, least.least_s);
+  s.ratio_model = model_bound > 0 ? s.iteration_s / model_bound : 0;
+  return s;
+}
+
+std::string traceTable(const TraceCommandLine& c, int rank, const TraceSummary& s, const SchemeTraffic& traffic) {
+  std::string out = fmt::format(
+      "---------------------------------------------------------------------------------------\n"
+      " poseidon-trace {} worker {}: --schedule {} --hybcomm {}, {} measured iterations\n"
+      "---------------------------------------------------------------------------------------\n"
+      " {:>14} {:>12} {:>10} {:>10} {:>8} {:>24}\n",
+      c.trace.name, rank, traceScheduleName(c.schedule), c.hybcomm, c.iterations, "iteration[ms]", "compute[ms]",
+      "wait[ms]", "idle", "ratio", "iteration/max(comp,comm)");
+  out += fmt::format(" {:>14.2f} {:>12.2f} {:>10.2f} {:>10.3f} {:>8.3f}\n", 1e3 * s.iteration_s, 1e3 * s.compute_s,
+                     1e3 * s.wait_s, s.idle_share, s.ratio);
+  out += " bytes per iteration (sent + received, this worker):";
+  const double n = static_cast<double>(c.iterations);
+  for (scheme::Scheme scheme : kSchemes) {
+    const SchemeTraffic::Totals t = traffic.totals(scheme);
+    if (t.syncs == 0) continue;
+    out += fmt::format(" {} {:.3f} MB ({} syncs)", scheme::schemeName(scheme),
+                       static_cast<double>(t.sent + t.received) / n / 1e6, t.syncs / c.iterations);
+  }
+  out += "\n";
+  return out;
+}
+
+Status writeTraceOutputs(const TraceCommandLine& c, int rank, const std::vector<TraceIteration>& iterations,
+                         const TraceSummary& s, const LeastCommunication& least, const SchemeTraffic& traffic) {
+  if (c.out_dir.empty()) return Status::ok();
+  std::error_code error;
+  std::filesystem::create_directories(c.out_dir, error);
+  if (error) return makeStatus(StatusCode::kIoError, "--out '{}': cannot create it: {}", c.out_dir, error.message());
+  const trainer::trace::TraceModel& t = c.trace;
+  nlohmann::json json = {
+      {"model", t.name},
+      {"rank", rank},
+      {"workers", c.workers},
+      {"ps_servers", c.ps_servers},
+      {"schedule", traceScheduleName(c.schedule)},
+      {"hybcomm", c.hybcomm},
+      {"iterations", c.iterations},
+      {"batch", t.batch},
+      {"scaled_batch", t.scaled_batch},
+      {"images_per_s", t.images_per_s},
+      {"rate_source", c.rate_source},
+      {"link_bps", c.scale.real_bps},
+      {"cap_bps", c.scale.cap_bps},
+      {"scale", c.scale.factor},
+      {"scaled_bps", c.scale.scaled_bps},
+      {"real_bytes", 4 * t.realParams()},
+      {"scaled_bytes", 4 * t.scaledParams()},
+      {"model_compute_seconds", t.computeSeconds()},
+      {"least_comm_seconds", least.least_s},
+      {"ps_comm_seconds", least.ps_s},
+      {"ps_sfb_comm_seconds", least.ps_sfb_s},
+      {"ring_comm_seconds", least.ring_s},
+      {"iteration_seconds", s.iteration_s},
+      {"compute_seconds", s.compute_s},
+      {"wait_seconds", s.wait_s},
+      {"idle_share", s.idle_share},
+      {"ratio", s.ratio},
+      {"ratio_model_compute", s.ratio_model},
+  };
+  nlohmann::json bytes = nlohmann::json::object();
+  for (scheme::Scheme scheme : kSchemes) {
+    const SchemeTraffic::Totals tot = traffic.totals(scheme);
+    bytes[std::string(scheme::schemeName(scheme))] = {
+        {"sent_per_iteration", static_cast<double>(tot.sent) / static_cast<double>(c.iterations)},
+        {"received_per_iteration", static_cast<double>(tot.received) / static_cast<double>(c.iterations)},
+        {"syncs", tot.syncs}};
+  }
+  json["bytes"] = bytes;
+  const std::string json_path = fmt::format("{}/worker-{}.json", c.out_dir, rank);
+  std::ofstream json_file(json_path);
+  json_file << json.dump(2) << "\n";
+  const std::string csv_path = fmt::format("{}/iterations-worker{}.csv", c.out_dir, rank);
+  std::ofstream csv(csv_path);
+  csv << "iteration,seconds,compute_seconds,wait_seconds,idle_share\n";
+  for (size_t i = 0; i < iterations.size(); ++i) {
+    const TraceIteration& it = iterations[i];
+    csv << fmt::format("{},{:.6f},{:.6f},{:.6f},{:.4f}\n", i, it.seconds, it.compute_seconds, it.wait_seconds,
+                       it.idleShare());
+  }
+  json_file.close();
+  csv.close();
+  if (!json_file || !csv) {
+    return makeStatus(StatusCode::kIoError, "--out '{}': cannot write {} or {}", c.out_dir, json_path, csv_path);
+  }
+  return Status::ok();
+}
+
+}  // namespace poseidon::tools
