@@ -29,6 +29,7 @@ nlohmann::json optionsJson(const TrainCommandLine& c) {
           {"epochs", c.epochs},
           {"optimizer", c.optimizer_spec},
           {"hybcomm", c.hybcomm},
+          {"consistency", c.consistency.canonical()},
           {"seed", c.seed},
           {"data_dir", c.data_dir},
           {"backend", c.backend},

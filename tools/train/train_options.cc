@@ -76,6 +76,11 @@ void addTrainOptions(CLI::App& app, TrainCommandLine& c) {
                  "How each layer is synchronised: closed (the papers' closed form, default), adaptive (measured), or "
                  "one scheme for every layer it applies to: ps, sfb, ring")
       ->type_name("MODE");
+  app.add_option("--consistency", c.consistency_spec,
+                 "bsp (default: HybComm, the optimizer on the workers), ssp:<staleness> or "
+                 "async[:push=<n>,fetch=<n>] (every layer through the PS, the optimizer on its servers; needs "
+                 "--hybcomm ps)")
+      ->type_name("MODE");
   app.add_option("--seed", c.seed,
                  "Initial parameters (worker 0's reach every worker) and the data's shuffle (default 1)")
       ->type_name("N");
@@ -140,6 +145,19 @@ std::string checkTrainOptions(TrainCommandLine& c, const char* environment_secre
   }
   c.optimizer = *optimizer;
   c.hybcomm_options = hybcommOptions(c);
+  auto consistency = ps::parseConsistency(c.consistency_spec);
+  if (!consistency) return fmt::format("--consistency '{}': {}", c.consistency_spec, consistency.status().message());
+  c.consistency = *consistency;
+  if (c.consistency.mode != ps::Consistency::Mode::kBsp) {
+    if (c.hybcomm != "ps") {
+      return fmt::format("--consistency {} sends every layer through the PS: expected --hybcomm ps, not '{}'",
+                         c.consistency.canonical(), c.hybcomm);
+    }
+    if (c.checkpoint_every > 0 || c.resume) {
+      return fmt::format("{} with --consistency {}: worker checkpoints are BSP only (the PS servers hold the model)",
+                         c.resume ? "--resume" : "--checkpoint-every", c.consistency.canonical());
+    }
+  }
   if ((c.checkpoint_every > 0 || c.resume) && c.checkpoint_dir.empty()) {
     return fmt::format("{} needs --checkpoint-dir", c.resume ? "--resume" : "--checkpoint-every");
   }
@@ -166,6 +184,7 @@ trainer::SessionOptions sessionOptions(const TrainCommandLine& c, const std::str
   options.batch = c.batch;
   options.optimizer = c.optimizer;
   options.hybcomm = c.hybcomm_options;
+  options.consistency = c.consistency;
   options.device.backend = c.backend;
   options.device.address = address;
   options.device.secret = c.secret;

@@ -1,5 +1,6 @@
 // poseidon-train's command line: the job's shape (--workers, --ps-servers, --adam-servers), the
-// training run (--batch, --epochs, --optimizer, --hybcomm, --seed, --data-dir, --max-steps), the
+// training run (--batch, --epochs, --optimizer, --hybcomm, --consistency, --seed, --data-dir,
+// --max-steps), the
 // transport (--backend, --address, --secret, --timeout), the outputs (--out) and checkpoints.
 // Every rank of a job is given the same options; the rank itself comes from the launch
 // environment (POSEIDON_RANK / POSEIDON_SIZE / POSEIDON_ROOT, mpirun, srun).
@@ -11,6 +12,7 @@
 
 #include "common/status.h"
 #include "kernels/optimizer_config.h"
+#include "ps/consistency.h"
 #include "trainer/api/session.h"
 #include "transport/bootstrap/launch_env.h"
 
@@ -31,6 +33,7 @@ struct TrainCommandLine {
   uint32_t epochs = 3;
   std::string optimizer_spec;  // empty: kDefaultTrainOptimizer over the run's steps
   std::string hybcomm = "closed";
+  std::string consistency_spec = "bsp";  // ps::parseConsistency's spelling
   uint64_t seed = 1;
   std::string data_dir;  // empty: trainer::data::fashionMnistDir()
   std::string out_dir = "train-out";
@@ -48,6 +51,7 @@ struct TrainCommandLine {
   // Filled by checkTrainOptions().
   kernels::OptimizerConfig optimizer;
   trainer::HybCommOptions hybcomm_options;
+  ps::Consistency consistency;
 
   trainer::JobLayout layout() const { return {workers, ps_servers, adam_servers}; }
   uint64_t globalBatch() const { return uint64_t{batch} * static_cast<uint64_t>(workers); }

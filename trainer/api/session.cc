@@ -8,6 +8,7 @@
 #include "adam/adam_server.h"
 #include "model/spec.h"
 #include "trainer/api/job_connection.h"
+#include "trainer/api/training_setup.h"
 #include "trainer/api/worker_checkpoint.h"
 #include "trainer/sync/hybrid_ps.h"
 #include "trainer/sync/hybrid_sync.h"
@@ -36,6 +37,7 @@ HybridOptions hybridOptions(const SessionOptions& options) {
 Status validateOptions(const SessionOptions& options) {
   POSEIDON_RETURN_IF_ERROR(options.layout.validate());
   if (options.batch == 0) return makeStatus(StatusCode::kInvalidArgument, "a batch K of 0; expected >= 1");
+  POSEIDON_RETURN_IF_ERROR(validateConsistencyOptions(options));
   if (mayUseAdam(options.hybcomm) && options.layout.adam_servers < 1) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "HybComm may pick the Adam-style scheme, but the layout has no Adam server ({})",
@@ -56,7 +58,8 @@ class SessionImpl final : public Session {
 
   ~SessionImpl() override {
     pipeline_.reset();  // its threads stop before the sync they drive goes
-    sync_.reset();      // its replicas live in the staging of device layers
+    hybrid_ = nullptr;
+    sync_.reset();  // its replicas live in the staging of device layers
     staging_.reset();
   }
 
@@ -94,6 +97,10 @@ class SessionImpl final : public Session {
     return Status::ok();
   }
   Deadline startupDeadline() const { return Deadline::after(options_.startup_timeout); }
+  Status startHybrid(Deadline deadline);
+  Status startServerOptimized(Deadline deadline);
+  Status startPipeline();
+  Status refuseUnlessHybrid(const char* call) const;
   Status shareInitialParameters(Deadline deadline);
   std::vector<LayerState> layerStates();
   WorkerCheckpointIdentity checkpointIdentity() const;
@@ -113,7 +120,8 @@ class SessionImpl final : public Session {
   std::vector<LayerRegistration> layers_;
   model::Model model_;
   std::unique_ptr<DeviceStaging> staging_;  // the host side of layers kept in GPU memory
-  std::unique_ptr<HybridSync> sync_;
+  std::unique_ptr<LayerSync> sync_;
+  HybridSync* hybrid_ = nullptr;  // sync_ under BSP (the workers' replicas: checkpoints), else null
   std::vector<LayerSource> sources_;
   std::unique_ptr<WfbpPipeline> pipeline_;
 };
@@ -142,11 +150,19 @@ Status SessionImpl::start() {
   model_ = model::Model("session", std::move(described), options_.batch);
   POSEIDON_RETURN_IF_ERROR(model_.validate());
   POSEIDON_RETURN_IF_ERROR(createStaging());
-  // The servers build their side from worker 0's model; the workers' start-up agreement (in
-  // HybridSync) catches a worker that registered other layers.
+  // The servers build their side from worker 0's model and training setup; the workers' start-up
+  // agreements (theirs here, HybridSync's and the PS's) catch a worker started otherwise.
   if (rank() == 0) {
+    POSEIDON_RETURN_IF_ERROR(publishTrainingSetup(*job_, options_));
     POSEIDON_RETURN_IF_ERROR(transport::bootstrap::setString(job_->view(), "model", model::formatModelSpec(model_)));
   }
+  POSEIDON_RETURN_IF_ERROR(agreeOnTrainingSetup(*job_, options_, deadline).withContext(describe()));
+  POSEIDON_RETURN_IF_ERROR(serverOptimized(options_.consistency) ? startServerOptimized(deadline)
+                                                                 : startHybrid(deadline));
+  return startPipeline();
+}
+
+Status SessionImpl::startHybrid(Deadline deadline) {
   const HybridOptions hybrid = hybridOptions(options_);
   auto schemes = schemesInUse(model_, hybrid);
   if (!schemes) return schemes.status();
@@ -163,16 +179,31 @@ Status SessionImpl::start() {
   }
   auto sync = HybridSync::start(contexts, job_->store(), model_, hybrid, deadline);
   if (!sync) return sync.status().withContext(describe());
+  hybrid_ = sync->get();
   sync_ = std::move(*sync);
   POSEIDON_RETURN_IF_ERROR(shareInitialParameters(deadline));
+  // A device layer's replica lives in its pinned staging, a host layer's in the trainer's memory.
+  for (size_t l = 0; l < layers_.size(); ++l) POSEIDON_RETURN_IF_ERROR(sync_->bindParams(l, staging_->host(l).params));
+  return Status::ok();
+}
+
+Status SessionImpl::startServerOptimized(Deadline deadline) {
+  auto sync = startServerOptimizedSync(*job_, model_, options_, deadline);
+  if (!sync) return sync.status().withContext(describe());
+  ServerOptimizedSync& started = **sync;
+  sync_ = std::move(*sync);
+  for (size_t l = 0; l < layers_.size(); ++l) POSEIDON_RETURN_IF_ERROR(sync_->bindParams(l, staging_->host(l).params));
+  // Worker 0's parameters reach every worker through the servers (their initial model).
+  return started.initialize(deadline).withContext(describe());
+}
+
+Status SessionImpl::startPipeline() {
   for (size_t l = 0; l < layers_.size(); ++l) {
-    // A device layer's replica lives in its pinned staging, a host layer's in the trainer's memory.
     const StagedLayerBuffers& host = staging_->host(l);
-    POSEIDON_RETURN_IF_ERROR(sync_->bindParams(l, host.params));
     sources_.push_back(
         {host.input.data(), host.output_gradient.data(), layers_[l].feature_major, host.gradient.data()});
   }
-  POSEIDON_RETURN_IF_ERROR(staging_->pushParamsToDevice(deadline));
+  POSEIDON_RETURN_IF_ERROR(staging_->pushParamsToDevice(startupDeadline()));
   pipeline_ = std::make_unique<WfbpPipeline>(*sync_, sources_, pipelineOptions());
   return Status::ok();
 }
@@ -193,6 +224,15 @@ Status SessionImpl::createStaging() {
   staging_ = std::move(*created);
   // Worker 0's parameters are shared from the host side.
   return staging_->pullParamsToHost(startupDeadline()).withContext(describe());
+}
+
+Status SessionImpl::refuseUnlessHybrid(const char* call) const {
+  if (hybrid_ != nullptr) return Status::ok();
+  return makeStatus(StatusCode::kUnavailable,
+                    "{} under consistency {}: the parameters and the optimizer state live on the PS servers, which "
+                    "checkpoint themselves (ps/checkpoint/), and the Session does not drive their checkpoints yet; "
+                    "exact restart through the Session is BSP only",
+                    call, options_.consistency.canonical());
 }
 
 Status SessionImpl::shareInitialParameters(Deadline deadline) {
@@ -239,7 +279,7 @@ Status SessionImpl::finish() {
 std::vector<LayerState> SessionImpl::layerStates() {
   std::vector<LayerState> states;
   for (size_t l = 0; l < layers_.size(); ++l) {
-    states.push_back({sync_->params(l), sync_->optimizerState(l, 0), sync_->optimizerState(l, 1)});
+    states.push_back({hybrid_->params(l), hybrid_->optimizerState(l, 0), hybrid_->optimizerState(l, 1)});
   }
   return states;
 }
@@ -250,10 +290,11 @@ WorkerCheckpointIdentity SessionImpl::checkpointIdentity() const {
 
 Status SessionImpl::saveCheckpoint(const std::string& dir, std::span<const uint8_t> extra) {
   POSEIDON_RETURN_IF_ERROR(running("saveCheckpoint"));
+  POSEIDON_RETURN_IF_ERROR(refuseUnlessHybrid("saveCheckpoint"));
   // The syncs of the iterations ended so far complete first: the file holds their updates.
   POSEIDON_RETURN_IF_ERROR(pipeline_->drain(Deadline::after(options_.sync_timeout)));
   const std::vector<LayerState> states = layerStates();
-  return writeWorkerCheckpoint(dir, checkpointIdentity(), sync_->iteration(), extra, states).withContext(describe());
+  return writeWorkerCheckpoint(dir, checkpointIdentity(), hybrid_->iteration(), extra, states).withContext(describe());
 }
 
 Result<uint64_t> SessionImpl::commonCheckpoint(const std::string& dir) {
@@ -280,6 +321,7 @@ Result<uint64_t> SessionImpl::commonCheckpoint(const std::string& dir) {
 
 Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& dir) {
   POSEIDON_RETURN_IF_ERROR(running("restoreCheckpoint"));
+  POSEIDON_RETURN_IF_ERROR(refuseUnlessHybrid("restoreCheckpoint"));
   if (pipeline_->anyReported() || sync_->iteration() != 0) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "restoreCheckpoint after training began (a layer was reported): restore right after start()");
@@ -295,7 +337,7 @@ Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& d
   POSEIDON_RETURN_IF_ERROR(staging_->pushParamsToDevice(startupDeadline()).withContext(describe()));
   // A fresh pipeline numbers its syncs from the restored iteration.
   pipeline_.reset();
-  const Status set = sync_->setIteration(restored->iteration);
+  const Status set = hybrid_->setIteration(restored->iteration);
   pipeline_ = std::make_unique<WfbpPipeline>(*sync_, sources_, pipelineOptions(), set.isOk() ? restored->iteration : 0);
   POSEIDON_RETURN_IF_ERROR(set);
   return std::move(restored->extra);
@@ -318,10 +360,9 @@ Status SessionImpl::serve() {
   const Deadline done = Deadline::after(options_.serve_timeout);
   Status status;
   if (role() == JobRole::kPsServer) {
-    auto context = job_->join(scheme::Scheme::kPs, deadline);
-    if (!context) return context.status();
-    auto server = startSummationServer(**context, job_->store(), model_.layers(), options_.layout.workers,
-                                       options_.layout.ps_servers, options_.chunk_bytes, options_.job, deadline);
+    auto setup = publishedTrainingSetup(*job_, deadline);
+    if (!setup) return setup.status().withContext(describe());
+    auto server = startPsServer(*job_, model_.layers(), options_, *setup, deadline);
     if (!server) return server.status().withContext(describe());
     status = (*server)->waitUntilDone(done);
   } else {

@@ -23,7 +23,15 @@
 // HybComm picks each layer's scheme per iteration (PS, SFB for fully-connected layers, ring,
 // Adam-style: trainer/hybcomm/hybcomm.h); every worker applies the same optimizer step to the
 // mean gradient, so all replicas stay bit-identical and P workers of batch K train like one
-// process of batch P*K. Consistency is BSP: a layer's sync needs every worker's gradient.
+// process of batch P*K. That is BSP, the default: a layer's sync needs every worker's gradient.
+//
+// SSP and asynchronous (Downpour) consistency (SessionOptions::consistency) send every layer
+// through the parameter server, whose servers run the optimizer on the mean gradient
+// (trainer/sync/server_optimized_sync.h): gradientReady(l) pushes the layer's gradient, and
+// waitForParameters(l) returns once its parameters include every worker's updates up to the
+// staleness bound (SSP(s): version >= iteration - s, so a fast worker runs at most s iterations
+// ahead of the slowest) or, async, whatever the servers hold (fetched every n_fetch iterations).
+// HybComm must then be fixed to the PS; exact restart (saveCheckpoint) is BSP only.
 //
 // Errors never abort: every call returns a Status naming the layer, the peer or the value. After
 // a sync fails (a peer died, a deadline passed) every later call returns that first failure; the
@@ -42,6 +50,7 @@
 #include "common/status.h"
 #include "kernels/optimizer_config.h"
 #include "model/model.h"
+#include "ps/consistency.h"
 #include "trainer/api/job_layout.h"
 #include "trainer/api/layer_registration.h"
 #include "trainer/hybcomm/hybcomm.h"
@@ -55,10 +64,13 @@ namespace poseidon::trainer {
 struct SessionOptions {
   // Names the job's store keys and transport contexts; every rank gives the same options.
   std::string job = "poseidon";
-  JobLayout layout;                                  // workers, PS servers, Adam servers: their sum is the job's size
-  uint64_t batch = 1;                                // K: samples per worker per iteration
-  kernels::OptimizerConfig optimizer;                // run by every worker on the workers' mean gradient
-  HybCommOptions hybcomm;                            // closed form by default
+  JobLayout layout;                    // workers, PS servers, Adam servers: their sum is the job's size
+  uint64_t batch = 1;                  // K: samples per worker per iteration
+  kernels::OptimizerConfig optimizer;  // run on the workers' mean gradient (BSP: by every worker)
+  HybCommOptions hybcomm;              // closed form by default; SSP / async: fixed PS only
+  // BSP (HybComm, the optimizer on the workers), or SSP(s) / async (every layer through the PS, the
+  // optimizer on its servers). Every rank gives the same; the servers take worker 0's.
+  ps::Consistency consistency;
   uint64_t chunk_bytes = uint64_t{2} << 20;          // the PS's chunks
   transport::DeviceOptions device;                   // backend, listen address, job secret, streams
   std::chrono::milliseconds startup_timeout{60000};  // joining, start(), finish()
@@ -68,7 +80,7 @@ struct SessionOptions {
   std::chrono::milliseconds serve_timeout{std::chrono::hours(24)};
   // Called once per completed sync, on the library's thread (a timeline records it).
   std::function<void(const SyncRecord&)> on_sync;
-  // Every this many iterations the workers compare a hash of every replica (0: never).
+  // Every this many iterations the workers compare a hash of every replica (0: never; BSP only).
   uint64_t replica_check_every = 0;
   // GPU buffers (trainer/wfbp/device_staging.h): a layer registered with device pointers is synced
   // through pinned host staging, its copies on `copy_streams` streams of `copy_engine` (nullptr:
@@ -110,8 +122,9 @@ class Session {
   // Layer l's gradient (or factors) of this iteration is in its buffers. Returns at once.
   virtual Status gradientReady(size_t layer) = 0;
   // Waits until layer l's parameters hold the update of its last reported sync (before its next
-  // forward pass); returns at once when none is outstanding (before the first report, or waited
-  // for already). Deadline: sync_timeout. Before start() (no sync can have started) an error.
+  // forward pass; SSP / async: the version the consistency asks, see above); returns at once when
+  // none is outstanding (before the first report, or waited for already). Deadline: sync_timeout.
+  // Before start() (no sync can have started) an error.
   virtual Status waitForParameters(size_t layer) = 0;
   // Every layer has reported this iteration's gradient.
   virtual Status endIteration() = 0;
@@ -119,6 +132,9 @@ class Session {
   virtual Status finish() = 0;
 
   // --- exact restart (HybComm mode keeps the weights and the optimizer state on the workers) ---
+  // BSP only. Under SSP / async both are refused with an error: the weights and the optimizer
+  // state live on the PS servers, whose own checkpoints (ps/checkpoint/) the Session does not
+  // drive yet.
   // Waits until every reported sync has completed, then writes this worker's replica (every
   // layer's parameters and optimizer state), the iteration count and `extra` (the trainer's own
   // state: its data position, its random state) to <dir>/worker-<rank>.ckpt: written to a

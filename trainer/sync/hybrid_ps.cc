@@ -29,12 +29,19 @@ Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& con
                                                          std::span<const model::Layer> layers, int workers, int servers,
                                                          uint64_t chunk_bytes, const std::string& name,
                                                          Deadline deadline) {
-  const model::Model ps_model = hybridPsModel(layers);
-  auto layout = hybridLayout(ps_model, servers, chunk_bytes);
-  if (!layout) return layout.status();
   ps::ServerOptions options;
   options.optimizer.sum_only = true;
   options.average = false;  // the workers scale by 1/P1 in their own step
+  return startLayerServer(context, store, layers, workers, servers, chunk_bytes, name, options, deadline);
+}
+
+Result<std::unique_ptr<ps::Server>> startLayerServer(transport::Context& context, transport::bootstrap::Store& store,
+                                                     std::span<const model::Layer> layers, int workers, int servers,
+                                                     uint64_t chunk_bytes, const std::string& name,
+                                                     const ps::ServerOptions& options, Deadline deadline) {
+  const model::Model ps_model = hybridPsModel(layers);
+  auto layout = hybridLayout(ps_model, servers, chunk_bytes);
+  if (!layout) return layout.status();
   return ps::Server::start(context, store, ps_model, *layout, hybridPsJob(workers, servers, name), options, deadline);
 }
 

@@ -1,7 +1,9 @@
-// The parameter server as HybComm uses it: a summation service (ps optimizer "sum", BSP, no
-// averaging) over one tensor per layer, each layer starting a fresh chunk so that a layer can go
-// through the PS in an iteration while its neighbours go another way. Workers (HybridSync) and
-// servers build the same model and layout from the same layer list with these functions.
+// The parameter server as the trainer uses it, over one tensor per layer, each layer starting a
+// fresh chunk so that a layer can go through the PS in an iteration while its neighbours go
+// another way (or wait for nothing but themselves): HybComm's summation service (ps optimizer
+// "sum", BSP, no averaging) and, under SSP / async, the servers that run the optimizer
+// (ServerOptimizedSync). Workers and servers build the same model and layout from the same layer
+// list with these functions.
 #pragma once
 
 #include <memory>
@@ -33,5 +35,12 @@ Result<std::unique_ptr<ps::Server>> startSummationServer(transport::Context& con
                                                          std::span<const model::Layer> layers, int workers, int servers,
                                                          uint64_t chunk_bytes, const std::string& name,
                                                          Deadline deadline);
+
+// A server of a ServerOptimizedSync job: the same model, layout and job as the summation server,
+// `options` (the job's optimizer, consistency, averaging) for what it runs.
+Result<std::unique_ptr<ps::Server>> startLayerServer(transport::Context& context, transport::bootstrap::Store& store,
+                                                     std::span<const model::Layer> layers, int workers, int servers,
+                                                     uint64_t chunk_bytes, const std::string& name,
+                                                     const ps::ServerOptions& options, Deadline deadline);
 
 }  // namespace poseidon::trainer

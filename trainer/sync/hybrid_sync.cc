@@ -259,6 +259,7 @@ Result<LayerSyncResult> HybridSyncImpl::waitLayer(size_t layer, Deadline deadlin
   const scheme::Traffic after = started.syncer->traffic(layer);
   result.bytes_sent = after.sent_bytes - started.before.sent_bytes;
   result.bytes_received = after.received_bytes - started.before.received_bytes;
+  result.version = iteration_ + 1;  // BSP: every worker's gradient of this iteration is in
   if (first) hybcomm_.record(layer, result.seconds, result.bytes_sent, result.bytes_received);
   return result;
 }

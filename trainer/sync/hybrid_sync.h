@@ -31,6 +31,7 @@
 #include "kernels/optimizer_config.h"
 #include "model/model.h"
 #include "trainer/hybcomm/hybcomm.h"
+#include "trainer/sync/layer_sync.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
 #include "transport/request.h"
@@ -62,19 +63,11 @@ struct HybridOptions {
 #endif
 };
 
-// What one sync did: for HybComm's record() and the benchmark's report.
-struct LayerSyncResult {
-  scheme::Scheme scheme = scheme::Scheme::kPs;
-  double seconds = 0;  // from the first send to the updated weights
-  uint64_t bytes_sent = 0;
-  uint64_t bytes_received = 0;
-};
-
 // The schemes a job with this model and options may use in some iteration (PS always): the
 // server processes of a scheme need starting only when it is listed.
 Result<std::vector<scheme::Scheme>> schemesInUse(const model::Model& model, const HybridOptions& options);
 
-class HybridSync {
+class HybridSync : public LayerSync {
  public:
   // Every worker calls this with the same model and options; the model's layers are synced, its
   // batch is K (the rank of each worker's FC gradient). Sets up each scheme whose context is given
@@ -82,45 +75,24 @@ class HybridSync {
   // scheme whose context is missing. The contexts and the store must outlive it.
   static Result<std::unique_ptr<HybridSync>> start(const HybridContexts& contexts, transport::bootstrap::Store& store,
                                                    model::Model model, const HybridOptions& options, Deadline deadline);
-  virtual ~HybridSync() = default;
+  ~HybridSync() override = default;
 
-  virtual size_t layerCount() const = 0;
-  // This worker's replica of the layer's parameters (Layer::params(): FC: the M x N weight
-  // row-major, then the M biases when the layer has them).
-  virtual std::span<float> params(size_t layer) = 0;
-  // Keeps the layer's parameters in the trainer's own memory from now on (Replica::bindParams):
-  // the values there are the replica's. Call before the layer's first sync.
-  virtual Status bindParams(size_t layer, std::span<float> params) = 0;
+  // params(layer) is this worker's replica of the layer (bindParams: Replica::bindParams);
+  // iteration() the optimizer step the next iteration applies.
+  const model::Layer& layer(size_t layer) const override { return hybcomm().layer(layer); }
   // The layer's optimizer state, word 0 or 1 (momentum; Adam's two moments): params(layer).size()
   // floats, or empty where the optimizer keeps fewer words. A checkpoint saves and restores it.
   virtual std::span<float> optimizerState(size_t layer, int word) = 0;
-  // The optimizer step the next iteration applies (iterations ended so far, or restored).
-  virtual uint64_t iteration() const = 0;
   // Continues from `iteration` (a restored checkpoint): the optimizer's schedule and bias
   // correction go on from there. Refused while a sync is started. HybComm's own bookkeeping is
   // not restored: the closed form and fixed schemes need none; an adaptive run times afresh.
   virtual Status setIteration(uint64_t iteration) = 0;
-  // FC layers: this iteration's factors, U (M x K) and V (N x K) row-major.
-  virtual std::span<float> u(size_t layer) = 0;
-  virtual std::span<float> v(size_t layer) = 0;
-  // Other layers: this iteration's gradient.
-  virtual std::span<float> gradient(size_t layer) = 0;
 
-  // Starts the layer's sync for the current iteration with HybComm's scheme; returns at once.
-  // The request completes once params(layer) holds the iteration's update, or fails naming the
-  // scheme, the layer and the peer, by `deadline` at the latest. Until then the layer's gradient
-  // (or factors) and parameters belong to the sync. Every worker starts the same layers in the
-  // same order within an iteration; a layer is started at most once per iteration.
-  virtual transport::RequestPtr startLayer(size_t layer, Deadline deadline) = 0;
-  // Waits for the layer's started sync of this iteration and records its time with HybComm.
-  virtual Result<LayerSyncResult> waitLayer(size_t layer, Deadline deadline) = 0;
-  // startLayer() then waitLayer().
+  // startLayer (layer_sync.h) uses the scheme HybComm picked; waitLayer also records the sync's
+  // time with HybComm; endIteration runs HybComm's decision points (they agree across workers
+  // through the store) and the replica check when it is due. syncLayer: startLayer() then
+  // waitLayer().
   virtual Result<LayerSyncResult> syncLayer(size_t layer, Deadline deadline) = 0;
-  // Closes the iteration (HybComm's decision points agree across workers through the store;
-  // the replica check runs here when it is due). Fails when a started sync was not waited for.
-  virtual Status endIteration(Deadline deadline) = 0;
-  // Tells the servers this worker is done.
-  virtual Status finish(Deadline deadline) = 0;
 
   virtual const HybComm& hybcomm() const = 0;
 };

@@ -29,7 +29,7 @@ void transpose(const float* src, size_t rows, size_t cols, float* dst) {
 
 }  // namespace
 
-WfbpPipeline::WfbpPipeline(HybridSync& sync, std::vector<LayerSource> sources, PipelineOptions options,
+WfbpPipeline::WfbpPipeline(LayerSync& sync, std::vector<LayerSource> sources, PipelineOptions options,
                            uint64_t first_iteration)
     : sync_(sync),
       sources_(std::move(sources)),
@@ -71,7 +71,7 @@ Status WfbpPipeline::gradientReady(size_t layer) {
                       layers_.size(), layers_.size() - 1);
   }
   LayerState& state = layers_[layer];
-  const std::string& name = sync_.hybcomm().layer(layer).name();
+  const std::string& name = sync_.layer(layer).name();
   if (state.reported > trainer_iteration_) {
     return makeStatus(StatusCode::kInvalidArgument, "layer '{}' reported its gradient twice in iteration {}", name,
                       first_iteration_ + trainer_iteration_);
@@ -105,7 +105,7 @@ Status WfbpPipeline::waitForParameters(size_t layer, Deadline deadline) {
                       layer, layers_.size());
   }
   LayerState& state = layers_[layer];
-  const std::string& name = sync_.hybcomm().layer(layer).name();
+  const std::string& name = sync_.layer(layer).name();
   // Nothing outstanding (the initial parameters, or a sync already waited for): they are current.
   if (state.waited == state.reported) return failure_;
   const bool done =
@@ -134,7 +134,7 @@ Status WfbpPipeline::endIteration() {
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (layers_[l].reported > trainer_iteration_) continue;
     if (!missing.empty()) missing += ", ";
-    missing += fmt::format("'{}'", sync_.hybcomm().layer(l).name());
+    missing += fmt::format("'{}'", sync_.layer(l).name());
   }
   if (!missing.empty()) {
     return makeStatus(StatusCode::kInvalidArgument,
@@ -169,7 +169,7 @@ Status WfbpPipeline::drain(Deadline deadline) {
 
 Status WfbpPipeline::copyIn(size_t layer) {
   const LayerSource& source = sources_[layer];
-  const model::Layer& shape = sync_.hybcomm().layer(layer);
+  const model::Layer& shape = sync_.layer(layer);
   if (shape.isFullyConnected()) {
     const auto m = static_cast<size_t>(shape.fc().rows), n = static_cast<size_t>(shape.fc().cols);
     std::span<float> u = sync_.u(layer), v = sync_.v(layer);
@@ -263,7 +263,7 @@ void WfbpPipeline::runCompleter() {
       ++layers_[next.layer].completed;
       last = ++collected_in_iteration_ == layers_.size();
       if (!result) {
-        // A start HybridSync refused never reached it: the request holds the cause.
+        // A start the sync refused never reached it: the request holds the cause.
         const Status& refused = next.request->status();
         fail(refused.isOk() ? result.status() : refused);
       }
@@ -288,8 +288,8 @@ void WfbpPipeline::runCompleter() {
     if (last || !result) starter_wake_.notify_one();  // the next iteration may start, or stop
     if (result && options_.on_sync) {
       options_.on_sync(SyncRecord{next.layer, first_iteration_ + next.iteration, result->scheme, next.reported,
-                                  next.started, next.request->completedAt(), result->bytes_sent,
-                                  result->bytes_received});
+                                  next.started, next.request->completedAt(), result->bytes_sent, result->bytes_received,
+                                  result->version});
     }
   }
 }

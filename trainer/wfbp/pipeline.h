@@ -1,5 +1,5 @@
 // WfbpPipeline: wait-free backpropagation ([Poseidon 2015] Algorithm 2; [Poseidon ATC'17]
-// section 3.1) over a worker's HybridSync.
+// section 3.1) over a worker's LayerSync (HybridSync, or ServerOptimizedSync under SSP / async).
 //
 // The trainer's thread only reports and waits: gradientReady(l) right after layer l's backward
 // pass queues the layer and returns at once, so the backward pass goes on with the layers below
@@ -12,7 +12,7 @@
 //   order (a ring's steps and SFB's banks line up by it); a start never blocks on the network.
 // - the completer collects the syncs in start order (each scheme's driver finishes them and
 //   applies the optimizer step to the replica, whose parameters are the trainer's own memory),
-//   marks each layer updated, and closes the iteration on HybridSync once all its layers are in
+//   marks each layer updated, and closes the iteration on the sync once all its layers are in
 //   (HybComm's decision points, the replica check).
 // Several syncs, of one scheme or of several, are in flight at once: the schemes' driver threads
 // and the transport's progress engine are the pool that moves them.
@@ -33,7 +33,7 @@
 #include "common/deadline.h"
 #include "common/status.h"
 #include "scheme/scheme.h"
-#include "trainer/sync/hybrid_sync.h"
+#include "trainer/sync/layer_sync.h"
 #include "trainer/wfbp/device_staging.h"
 
 namespace poseidon::trainer {
@@ -59,6 +59,7 @@ struct SyncRecord {
   Clock::time_point reported{}, started{}, completed{};
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
+  uint64_t version = 0;  // of the parameters the sync left (LayerSyncResult::version)
 };
 
 struct PipelineOptions {
@@ -78,12 +79,12 @@ class WfbpPipeline {
  public:
   // `sources` has one entry per layer of `sync`, which must outlive the pipeline. Starts the two
   // threads. `first_iteration`: where a restored run goes on (its syncs are numbered from there).
-  WfbpPipeline(HybridSync& sync, std::vector<LayerSource> sources, PipelineOptions options,
+  WfbpPipeline(LayerSync& sync, std::vector<LayerSource> sources, PipelineOptions options,
                uint64_t first_iteration = 0);
   WfbpPipeline(const WfbpPipeline&) = delete;
   WfbpPipeline& operator=(const WfbpPipeline&) = delete;
   // Stops the threads without waiting for syncs still running: they go on on the schemes' driver
-  // threads until the HybridSync is destroyed (which stops those), so the trainer's buffers stay
+  // threads until the LayerSync is destroyed (which stops those), so the trainer's buffers stay
   // the library's until then.
   ~WfbpPipeline();
 
@@ -128,7 +129,7 @@ class WfbpPipeline {
   Status copyIn(size_t layer);
   void fail(Status status);  // keeps the first failure; mutex_ held
 
-  HybridSync& sync_;
+  LayerSync& sync_;
   const std::vector<LayerSource> sources_;
   const PipelineOptions options_;
   const uint64_t first_iteration_;
@@ -155,7 +156,7 @@ class WfbpPipeline {
   Status failure_;
   bool stopping_ = false;
 
-  std::mutex sync_mutex_;  // HybridSync is driven from both threads, one call at a time
+  std::mutex sync_mutex_;  // the LayerSync is driven from both threads, one call at a time
   std::thread starter_, completer_;
 };
 
