@@ -8,10 +8,21 @@
 #   netns_hosts_address INDEX                     # SUBNET.(INDEX+1)
 #   netns_hosts_limit INDEX RATE                  # re-limits host INDEX's link both ways
 #   netns_hosts_cleanup                           # deletes every namespace made (and so the veths)
+#   netns_hosts_create_delayed PREFIX SUBNET COUNT RATE DELAY_MS LINKEM
+#                                                 # the same hosts behind poseidon-linkem links
 #
 # PREFIX names namespaces and veth ends (PREFIXh<i>, PREFIXb<i>, at most 15 characters), so keep
 # it short and unique (e.g. "ov$$"). RATE is tc's (<n>kbit, mbit or gbit).
+#
+# The delayed variant is for latency this kernel cannot add (no netem): each host reaches a router
+# namespace through its own poseidon-linkem link (a TUN pair forwarded in user space, LINKEM the
+# binary) that adds DELAY_MS one way per hop (host to host: two hops, 2 x DELAY_MS) and limits
+# each direction to RATE. Addresses: host i is SUBNET-prefix.i.2 (SUBNET "10.86" gives
+# 10.86.i.2, its router end 10.86.i.1); netns_hosts_address answers either way. The linkem
+# processes stop in netns_hosts_cleanup.
 NETNS_HOSTS_NAMESPACES=()
+NETNS_HOSTS_LINKEM_PIDS=()
+NETNS_HOSTS_DELAYED=0
 NETNS_HOSTS_PREFIX=""
 NETNS_HOSTS_SUBNET=""
 
@@ -21,7 +32,9 @@ netns_hosts_bps() {  # RATE -> bits per second, or fails
     gbit) echo $((BASH_REMATCH[1] * 1000000000)) ;; esac
 }
 
-netns_hosts_address() { echo "$NETNS_HOSTS_SUBNET.$(($1 + 1))"; }
+netns_hosts_address() {
+  if ((NETNS_HOSTS_DELAYED)); then echo "$NETNS_HOSTS_SUBNET.$1.2"; else echo "$NETNS_HOSTS_SUBNET.$(($1 + 1))"; fi
+}
 
 netns_hosts_exec() {
   local index="$1"
@@ -60,8 +73,40 @@ netns_hosts_create() {  # PREFIX SUBNET COUNT RATE
   done
 }
 
+netns_hosts_create_delayed() {  # PREFIX SUBNET COUNT RATE DELAY_MS LINKEM
+  NETNS_HOSTS_PREFIX="$1" NETNS_HOSTS_SUBNET="$2" NETNS_HOSTS_DELAYED=1
+  local p="$1" i router="$1rt" bps ready
+  bps=$(netns_hosts_bps "$4") || { echo "netns-hosts: rate '$4': expected <n>kbit, mbit or gbit" >&2; return 1; }
+  ip netns add "$router" && NETNS_HOSTS_NAMESPACES+=("$router")
+  ip -n "$router" link set lo up
+  ip netns exec "$router" sysctl -qw net.ipv4.ip_forward=1
+  for ((i = 0; i < $3; i++)); do
+    ip netns add "${p}h$i" && NETNS_HOSTS_NAMESPACES+=("${p}h$i")
+    ip -n "${p}h$i" link set lo up
+    ready="$(mktemp -u "/tmp/netns-hosts-$p-$i-XXXXXX")"
+    "$6" --ns-a "${p}h$i" --ns-b "$router" --addr-a "$2.$i.2/24" --addr-b "$2.$i.1/24" --dev-name "${p}l$i" \
+      --delay-ms "$5" --rate-mbit "$(awk -v b="$bps" 'BEGIN { printf "%.6f", b / 1e6 }')" --mtu 9000 \
+      --ready-file "$ready" 2>/dev/null &
+    NETNS_HOSTS_LINKEM_PIDS+=($!)
+    local waited=0
+    while [ ! -f "$ready" ]; do
+      sleep 0.05
+      waited=$((waited + 1))
+      if ((waited > 200)) || ! kill -0 "${NETNS_HOSTS_LINKEM_PIDS[-1]}" 2>/dev/null; then
+        echo "netns-hosts: poseidon-linkem for host $i did not come up" >&2
+        return 1
+      fi
+    done
+    ip -n "${p}h$i" route add "$2.0.0/16" via "$2.$i.1"
+  done
+}
+
 netns_hosts_cleanup() {  # deleting a namespace deletes the veth ends in it, and so their peers
-  local ns
+  local ns pid
+  for pid in "${NETNS_HOSTS_LINKEM_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${NETNS_HOSTS_LINKEM_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  NETNS_HOSTS_LINKEM_PIDS=()
   for ns in "${NETNS_HOSTS_NAMESPACES[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
   NETNS_HOSTS_NAMESPACES=()
+  NETNS_HOSTS_DELAYED=0
 }

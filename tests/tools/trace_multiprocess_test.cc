@@ -25,39 +25,38 @@ namespace {
 constexpr const char* kTinyModel = "conv:c1=16x8x3x3@32x32,c2=16x16x3x3@16x16;fc:f1=64x256+bias,f2=10x64+bias;batch=4";
 constexpr int kIterations = 4;
 
-void runJob(const std::string& out, const std::string& schedule) {
+void runJob(const std::string& out, const std::vector<std::string>& extra) {
   const std::string root = "POSEIDON_ROOT=127.0.0.1:" + std::to_string(free_loopback_port());
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int r = 0; r < 3; ++r) {
-    ranks.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{"env",
-                                                                            "POSEIDON_RANK=" + std::to_string(r),
-                                                                            "POSEIDON_SIZE=3",
-                                                                            root,
-                                                                            "POSEIDON_SECRET=trace-test",
-                                                                            POSEIDON_TRACE_BINARY,
-                                                                            "--model",
-                                                                            kTinyModel,
-                                                                            "--images-per-s",
-                                                                            "1000",
-                                                                            "--workers",
-                                                                            "2",
-                                                                            "--ps-servers",
-                                                                            "1",
-                                                                            "--iterations",
-                                                                            std::to_string(kIterations),
-                                                                            "--warmup",
-                                                                            "1",
-                                                                            "--schedule",
-                                                                            schedule,
-                                                                            "--link",
-                                                                            "1gbit",
-                                                                            "--rate-cap",
-                                                                            "100mbit",
-                                                                            "--timeout",
-                                                                            "30",
-                                                                            "--out",
-                                                                            out},
-                                                   out + ".rank" + std::to_string(r) + ".log"));
+    std::vector<std::string> argv{"env",
+                                  "POSEIDON_RANK=" + std::to_string(r),
+                                  "POSEIDON_SIZE=3",
+                                  root,
+                                  "POSEIDON_SECRET=trace-test",
+                                  POSEIDON_TRACE_BINARY,
+                                  "--model",
+                                  kTinyModel,
+                                  "--images-per-s",
+                                  "1000",
+                                  "--workers",
+                                  "2",
+                                  "--ps-servers",
+                                  "1",
+                                  "--iterations",
+                                  std::to_string(kIterations),
+                                  "--warmup",
+                                  "1",
+                                  "--link",
+                                  "1gbit",
+                                  "--rate-cap",
+                                  "100mbit",
+                                  "--timeout",
+                                  "30",
+                                  "--out",
+                                  out};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    ranks.push_back(std::make_unique<ChildProcess>(argv, out + ".rank" + std::to_string(r) + ".log"));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (auto& rank : ranks) {
@@ -77,7 +76,7 @@ TEST(TraceMultiprocess, TwoWorkersAndAServerReportSaneFigures) {
     const std::string out =
         std::filesystem::temp_directory_path() / ("poseidon-trace-test-" + std::to_string(getpid()) + "-" + schedule);
     std::filesystem::remove_all(out);
-    runJob(out, schedule);
+    runJob(out, {"--schedule", schedule});
     for (int worker : {0, 1}) {
       const std::string path = out + "/worker-" + std::to_string(worker) + ".json";
       const nlohmann::json j = nlohmann::json::parse(read_file(path), nullptr, false);
@@ -122,6 +121,32 @@ TEST(TraceMultiprocess, TwoWorkersAndAServerReportSaneFigures) {
   }
 }
 
+// MG-WFBP planned at start-up: worker 0 probes the link to worker 1, plans, and both report the
+// plan; every layer is still reported once per iteration (a merged unit's record per member).
+TEST(TraceMultiprocess, APlannedMergeIsReportedWithItsPrediction) {
+  const std::string out =
+      std::filesystem::temp_directory_path() / ("poseidon-trace-test-" + std::to_string(getpid()) + "-merge");
+  std::filesystem::remove_all(out);
+  runJob(out, {"--merge", "planned", "--hybcomm", "ps"});
+  std::string groups;
+  for (int worker : {0, 1}) {
+    const std::string path = out + "/worker-" + std::to_string(worker) + ".json";
+    const nlohmann::json j = nlohmann::json::parse(read_file(path), nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << path << " is not JSON";
+    EXPECT_EQ(j["merge"], "planned");
+    const nlohmann::json& plan = j["merge_plan"];
+    ASSERT_TRUE(plan.is_object()) << j.dump();
+    EXPECT_EQ(plan["layers"].get<size_t>(), 4u);
+    EXPECT_GE(plan["messages"].get<size_t>(), 3u);    // the FC layers always travel alone
+    EXPECT_GT(plan["latency_s"].get<double>(), 0.0);  // probed
+    EXPECT_LE(plan["predicted_s"].get<double>(), plan["unmerged_s"].get<double>() * (1 + 1e-9));
+    if (worker == 0) groups = plan["groups"];
+    EXPECT_EQ(plan["groups"], groups);  // worker 0's plan, on every worker
+    EXPECT_EQ(j["bytes"]["PS"]["syncs"].get<uint64_t>(), 4u * kIterations);
+  }
+  std::filesystem::remove_all(out);
+}
+
 TEST(TraceMultiprocess, BadInputExitsTwoNamingTheValue) {
   struct Case {
     std::vector<std::string> argv;
@@ -135,6 +160,10 @@ TEST(TraceMultiprocess, BadInputExitsTwoNamingTheValue) {
       {{POSEIDON_TRACE_BINARY, "--model", "fc:f=2x2"}, "no single-GPU rate"},
       {{POSEIDON_TRACE_BINARY, "--model", "nonet"}, "--model"},
       {{POSEIDON_TRACE_BINARY, "--iterations", "0"}, "--iterations 0"},
+      {{POSEIDON_TRACE_BINARY, "--merge", "on"}, "merge mode 'on'"},
+      {{POSEIDON_TRACE_BINARY, "--merge-cost", "fast"}, "--merge-cost 'fast'"},
+      {{POSEIDON_TRACE_BINARY, "--model", kTinyModel, "--images-per-s", "1000", "--merge", "fixed:0-3"},
+       "fully-connected layer 'f1'"},
       {{"env", "POSEIDON_RANK=0", "POSEIDON_SIZE=5", "POSEIDON_ROOT=127.0.0.1:1", POSEIDON_TRACE_BINARY}, "= 8"},
   };
   for (const Case& c : cases) {

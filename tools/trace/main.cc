@@ -19,6 +19,7 @@
 #include "tools/trace/trace_options.h"
 #include "tools/trace/trace_report.h"
 #include "tools/trace/trace_worker.h"
+#include "trainer/wfbp/merge_plan_text.h"
 
 namespace poseidon::tools {
 namespace {
@@ -38,11 +39,13 @@ Status runRank(const TraceCommandLine& c, const transport::bootstrap::LaunchInfo
   auto iterations = runTraceWorker(**session, c);
   if (!iterations) return iterations.status().withContext((*session)->describe());
   const TraceSummary summary = summarize(*iterations, least, c.trace.computeSeconds());
+  const std::optional<trainer::MergePlan>& plan = (*session)->mergePlan();
   if (launch.rank == 0) {
+    if (plan) fmt::print("{}\n", trainer::describeMergePlan(*plan));
     fmt::print("{}", traceTable(c, launch.rank, summary, traffic));
     std::fflush(stdout);
   }
-  return writeTraceOutputs(c, launch.rank, *iterations, summary, least, traffic);
+  return writeTraceOutputs(c, launch.rank, *iterations, summary, least, traffic, plan);
 }
 
 int run(const TraceCommandLine& c) {

@@ -7,6 +7,7 @@
 
 #include "model/spec.h"
 #include "trainer/trace/single_gpu_rate.h"
+#include "trainer/wfbp/cost_fit.h"
 
 namespace poseidon::tools {
 
@@ -57,6 +58,14 @@ void addTraceOptions(CLI::App& app, TraceCommandLine& c) {
       ->type_name("NAME");
   app.add_option("--hybcomm", c.hybcomm, "closed (default), adaptive, or one scheme for all: ps, sfb, ring")
       ->type_name("MODE");
+  app.add_option("--merge", c.merge,
+                 "MG-WFBP: off (default), planned (the trace's backward times, T(M) per --merge-cost), or "
+                 "fixed:<groups> (positions from the output layer, e.g. fixed:0,1,2-9)")
+      ->type_name("MODE");
+  app.add_option("--merge-cost", c.merge_cost,
+                 "planned: probe (default: the Session times the link to worker 1 at start-up) or link (the scaled "
+                 "rate and --latency-us through the cost model)")
+      ->type_name("probe|link");
   app.add_option("--iterations", c.iterations, "Measured iterations (default 10)")->type_name("N");
   app.add_option("--warmup", c.warmup, "Iterations before the measured ones (default 2)")->type_name("N");
   app.add_option("--out", c.out_dir, "Where worker-<rank>.json and iterations-worker<rank>.csv go (default: none)")
@@ -88,6 +97,37 @@ std::string checkHybComm(TraceCommandLine& c) {
   }
   if (c.hybcomm == "closed") return {};
   return fmt::format("--hybcomm '{}': expected closed, adaptive, ps, sfb or ring", c.hybcomm);
+}
+
+// --merge and --merge-cost, after the trace model and the scale are known.
+std::string checkMerge(TraceCommandLine& c) {
+  auto merge = trainer::parseMergeMode(c.merge);
+  if (!merge) return fmt::format("--merge: {}", merge.status().message());
+  c.merge_options = std::move(*merge);
+  if (c.merge_cost != "probe" && c.merge_cost != "link") {
+    return fmt::format("--merge-cost '{}': expected probe or link", c.merge_cost);
+  }
+  if (c.merge_options.mode == trainer::MergeOptions::Mode::kOff) return {};
+  // The trace knows each layer's backward time: the profile a trainer would measure. Output layer
+  // first, as the planner numbers them.
+  for (size_t p = c.trace.layers.size(); p-- > 0;)
+    c.merge_options.backward_seconds.push_back(c.trace.layers[p].backward_s);
+  if (c.merge_options.mode == trainer::MergeOptions::Mode::kPlanned && c.merge_cost == "link") {
+    const bool ring = c.hybcomm == "ring";
+    const trainer::ClusterShape cluster{c.workers, c.ps_servers, static_cast<int64_t>(c.trace.scaled_batch)};
+    const trainer::LinkModel link{c.latency_us * 1e-6, c.scale.scaled_bps / 8};
+    auto cost = trainer::tensorMessageCost(ring ? scheme::Scheme::kRing : scheme::Scheme::kPs, cluster, link);
+    if (!cost) return fmt::format("--merge-cost link: {}", cost.status().message());
+    c.merge_options.cost = *cost;
+  } else if (c.merge_options.mode == trainer::MergeOptions::Mode::kPlanned && c.workers < 2) {
+    return "--merge planned --merge-cost probe: one worker has no link to probe; use --merge-cost link";
+  }
+  // Checked against the model now, so a bad plan is a usage error before any rank starts.
+  auto units = trainer::planMergeUnits(
+      c.trace.scaledModel(),
+      c.merge_options.mode == trainer::MergeOptions::Mode::kPlanned ? trainer::MergeOptions{} : c.merge_options);
+  if (!units) return fmt::format("--merge {}: {}", c.merge, units.status().message());
+  return {};
 }
 
 }  // namespace
@@ -138,6 +178,7 @@ std::string checkTraceOptions(TraceCommandLine& c, const char* environment_secre
   if (c.hybcomm == "sfb" && c.trace.scaledModel().fcLayers().empty()) {
     return fmt::format("--hybcomm sfb: model '{}' has no fully-connected layer", c.model_spec);
   }
+  if (std::string error = checkMerge(c); !error.empty()) return error;
   if (c.secret.empty() && environment_secret != nullptr) c.secret = environment_secret;
   return {};
 }
@@ -148,6 +189,7 @@ trainer::SessionOptions traceSessionOptions(const TraceCommandLine& c, const std
   options.layout = c.layout();
   options.batch = c.trace.scaled_batch;
   options.hybcomm = c.hybcomm_options;
+  options.merge = c.merge_options;
   options.chunk_bytes = trainer::trace::scaledChunkBytes(options.chunk_bytes, c.scale.factor);
   options.device.address = address;
   options.device.secret = c.secret;

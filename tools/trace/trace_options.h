@@ -13,6 +13,7 @@
 #include "trainer/api/session.h"
 #include "trainer/trace/link_scale.h"
 #include "trainer/trace/trace_model.h"
+#include "trainer/wfbp/merge_options.h"
 #include "transport/bootstrap/launch_env.h"
 
 namespace poseidon::tools {
@@ -33,6 +34,8 @@ struct TraceCommandLine {
   int ps_servers = 0;  // 0: as many as workers (Poseidon colocates a shard with each worker)
   std::string schedule_name = "wfbp";
   std::string hybcomm = "closed";
+  std::string merge = "off";         // MG-WFBP: off, planned, fixed:<groups>
+  std::string merge_cost = "probe";  // planned: T(M) from a probe of the link, or from --latency-us and the rate
   uint64_t iterations = 10;
   uint64_t warmup = 2;
   std::string out_dir;  // empty: no files
@@ -44,6 +47,7 @@ struct TraceCommandLine {
   // Filled by checkTraceOptions().
   TraceSchedule schedule = TraceSchedule::kWfbp;
   trainer::HybCommOptions hybcomm_options;
+  trainer::MergeOptions merge_options;  // with the trace's backward times when planned
   trainer::trace::LinkScale scale;
   trainer::trace::TraceModel trace;
   std::string rate_source;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer/hybcomm/cost_model.h"
+#include "trainer/wfbp/merge_plan_text.h"
 
 namespace poseidon::tools {
 
@@ -119,7 +120,8 @@ std::string traceTable(const TraceCommandLine& c, int rank, const TraceSummary& 
 }
 
 Status writeTraceOutputs(const TraceCommandLine& c, int rank, const std::vector<TraceIteration>& iterations,
-                         const TraceSummary& s, const LeastCommunication& least, const SchemeTraffic& traffic) {
+                         const TraceSummary& s, const LeastCommunication& least, const SchemeTraffic& traffic,
+                         const std::optional<trainer::MergePlan>& plan) {
   if (c.out_dir.empty()) return Status::ok();
   std::error_code error;
   std::filesystem::create_directories(c.out_dir, error);
@@ -164,6 +166,8 @@ Status writeTraceOutputs(const TraceCommandLine& c, int rank, const std::vector<
         {"syncs", tot.syncs}};
   }
   json["bytes"] = bytes;
+  json["merge"] = c.merge;
+  json["merge_plan"] = plan ? nlohmann::json::parse(trainer::mergePlanJson(*plan)) : nlohmann::json();
   const std::string json_path = fmt::format("{}/worker-{}.json", c.out_dir, rank);
   std::ofstream json_file(json_path);
   json_file << json.dump(2) << "\n";

@@ -5,12 +5,14 @@
 // iterations-worker<rank>.csv in --out.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "tools/trace/trace_options.h"
 #include "tools/trace/trace_worker.h"
+#include "trainer/wfbp/merge_plan.h"
 
 namespace poseidon::tools {
 
@@ -43,7 +45,9 @@ TraceSummary summarize(const std::vector<TraceIteration>& iterations, const Leas
 std::string traceTable(const TraceCommandLine& c, int rank, const TraceSummary& summary, const SchemeTraffic& traffic);
 
 // worker-<rank>.json and iterations-worker<rank>.csv in --out (nothing without --out).
+// With merging, the plan and its predicted times go into the JSON ("merge_plan").
 Status writeTraceOutputs(const TraceCommandLine& c, int rank, const std::vector<TraceIteration>& iterations,
-                         const TraceSummary& summary, const LeastCommunication& least, const SchemeTraffic& traffic);
+                         const TraceSummary& summary, const LeastCommunication& least, const SchemeTraffic& traffic,
+                         const std::optional<trainer::MergePlan>& plan);
 
 }  // namespace poseidon::tools

@@ -44,7 +44,16 @@ Result<transport::Context*> JobConnection::join(scheme::Scheme scheme, Deadline 
     case scheme::Scheme::kSfb:
     case scheme::Scheme::kRing: break;
   }
-  const std::string name = view_->key(fmt::format("context/{}", scheme::schemeName(scheme)));
+  return connectContext(scheme::schemeName(scheme), context_rank, size, deadline);
+}
+
+Result<transport::Context*> JobConnection::joinWorkers(std::string_view purpose, Deadline deadline) {
+  return connectContext(fmt::format("workers/{}", purpose), launch_.rank, layout_.workers, deadline);
+}
+
+Result<transport::Context*> JobConnection::connectContext(std::string_view name_in_job, int context_rank, int size,
+                                                          Deadline deadline) {
+  const std::string name = view_->key(fmt::format("context/{}", name_in_job));
   auto context = device_->createContext(context_rank, size, name);
   if (!context) return context.status().withContext(describe());
   POSEIDON_RETURN_IF_ERROR((*context)->connect(*store_, deadline).withContext(describe()));

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/deadline.h"
 #include "common/status.h"
@@ -36,6 +37,9 @@ class JobConnection {
   // Creates and connects this rank's context of `scheme` (collective with the scheme's other
   // ranks). The connection keeps it.
   Result<transport::Context*> join(scheme::Scheme scheme, Deadline deadline);
+  // A context of the workers alone (ranks as the job's), for `purpose` (the merge plan's link
+  // probe): collective among the workers.
+  Result<transport::Context*> joinWorkers(std::string_view purpose, Deadline deadline);
 
   // The last call of a rank: a barrier of every rank, after which worker 0 waits until each has
   // seen it, so the store it serves outlives everyone's last request.
@@ -43,6 +47,8 @@ class JobConnection {
 
  private:
   JobConnection() = default;
+  Result<transport::Context*> connectContext(std::string_view name_in_job, int context_rank, int size,
+                                             Deadline deadline);
 
   std::string job_;
   JobLayout layout_;

@@ -1,6 +1,7 @@
 #include "trainer/api/session.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstring>
@@ -8,10 +9,12 @@
 #include "adam/adam_server.h"
 #include "model/spec.h"
 #include "trainer/api/job_connection.h"
+#include "trainer/api/merge_agreement.h"
 #include "trainer/api/training_setup.h"
 #include "trainer/api/worker_checkpoint.h"
 #include "trainer/sync/hybrid_ps.h"
 #include "trainer/sync/hybrid_sync.h"
+#include "trainer/wfbp/merge_plan_text.h"
 
 namespace poseidon::trainer {
 
@@ -68,6 +71,8 @@ class SessionImpl final : public Session {
   std::string describe() const override { return job_->describe(); }
   uint64_t iteration() const override { return pipeline_ ? pipeline_->iteration() : 0; }
   const model::Model& model() const override { return model_; }
+  const SyncUnits& syncUnits() const override { return units_; }
+  const std::optional<MergePlan>& mergePlan() const override { return merge_plan_; }
 
   Status serve() override;
   Result<size_t> addLayer(const LayerRegistration& layer) override;
@@ -114,11 +119,14 @@ class SessionImpl final : public Session {
   }
   Result<model::Model> publishedModel(Deadline deadline);
   Status createStaging();
+  std::vector<std::span<float>> layerParams() const;
 
   const SessionOptions options_;
   std::unique_ptr<JobConnection> job_;
   std::vector<LayerRegistration> layers_;
-  model::Model model_;
+  model::Model model_;  // the trainer's layers
+  SyncUnits units_;     // the layers the schemes sync: model_'s, or merged runs of them
+  std::optional<MergePlan> merge_plan_;
   std::unique_ptr<DeviceStaging> staging_;  // the host side of layers kept in GPU memory
   std::unique_ptr<LayerSync> sync_;
   HybridSync* hybrid_ = nullptr;  // sync_ under BSP (the workers' replicas: checkpoints), else null
@@ -149,12 +157,18 @@ Status SessionImpl::start() {
   for (const LayerRegistration& layer : layers_) described.push_back(describeLayer(layer));
   model_ = model::Model("session", std::move(described), options_.batch);
   POSEIDON_RETURN_IF_ERROR(model_.validate());
+  auto merge = agreeOnMergeUnits(*job_, model_, options_, deadline);
+  if (!merge) return merge.status().withContext(describe());
+  units_ = std::move(merge->units);
+  merge_plan_ = std::move(merge->plan);
+  if (merge_plan_ && rank() == 0) spdlog::info("{}: merged layers: {}", describe(), describeMergePlan(*merge_plan_));
   POSEIDON_RETURN_IF_ERROR(createStaging());
   // The servers build their side from worker 0's model and training setup; the workers' start-up
   // agreements (theirs here, HybridSync's and the PS's) catch a worker started otherwise.
   if (rank() == 0) {
     POSEIDON_RETURN_IF_ERROR(publishTrainingSetup(*job_, options_));
-    POSEIDON_RETURN_IF_ERROR(transport::bootstrap::setString(job_->view(), "model", model::formatModelSpec(model_)));
+    POSEIDON_RETURN_IF_ERROR(
+        transport::bootstrap::setString(job_->view(), "model", model::formatModelSpec(units_.unitModel())));
   }
   POSEIDON_RETURN_IF_ERROR(agreeOnTrainingSetup(*job_, options_, deadline).withContext(describe()));
   POSEIDON_RETURN_IF_ERROR(serverOptimized(options_.consistency) ? startServerOptimized(deadline)
@@ -164,7 +178,7 @@ Status SessionImpl::start() {
 
 Status SessionImpl::startHybrid(Deadline deadline) {
   const HybridOptions hybrid = hybridOptions(options_);
-  auto schemes = schemesInUse(model_, hybrid);
+  auto schemes = schemesInUse(units_.unitModel(), hybrid);
   if (!schemes) return schemes.status();
   HybridContexts contexts;
   for (scheme::Scheme s : *schemes) {
@@ -177,22 +191,20 @@ Status SessionImpl::startHybrid(Deadline deadline) {
       case scheme::Scheme::kAdam: contexts.adam = *context; break;
     }
   }
-  auto sync = HybridSync::start(contexts, job_->store(), model_, hybrid, deadline);
+  auto sync = HybridSync::start(contexts, job_->store(), units_.unitModel(), hybrid, deadline);
   if (!sync) return sync.status().withContext(describe());
   hybrid_ = sync->get();
   sync_ = std::move(*sync);
   POSEIDON_RETURN_IF_ERROR(shareInitialParameters(deadline));
-  // A device layer's replica lives in its pinned staging, a host layer's in the trainer's memory.
-  for (size_t l = 0; l < layers_.size(); ++l) POSEIDON_RETURN_IF_ERROR(sync_->bindParams(l, staging_->host(l).params));
-  return Status::ok();
+  return bindUnitParams(*sync_, units_, layerParams());
 }
 
 Status SessionImpl::startServerOptimized(Deadline deadline) {
-  auto sync = startServerOptimizedSync(*job_, model_, options_, deadline);
+  auto sync = startServerOptimizedSync(*job_, units_.unitModel(), options_, deadline);
   if (!sync) return sync.status().withContext(describe());
   ServerOptimizedSync& started = **sync;
   sync_ = std::move(*sync);
-  for (size_t l = 0; l < layers_.size(); ++l) POSEIDON_RETURN_IF_ERROR(sync_->bindParams(l, staging_->host(l).params));
+  POSEIDON_RETURN_IF_ERROR(bindUnitParams(*sync_, units_, layerParams()));
   // Worker 0's parameters reach every worker through the servers (their initial model).
   return started.initialize(deadline).withContext(describe());
 }
@@ -201,11 +213,18 @@ Status SessionImpl::startPipeline() {
   for (size_t l = 0; l < layers_.size(); ++l) {
     const StagedLayerBuffers& host = staging_->host(l);
     sources_.push_back(
-        {host.input.data(), host.output_gradient.data(), layers_[l].feature_major, host.gradient.data()});
+        {host.input.data(), host.output_gradient.data(), layers_[l].feature_major, host.gradient.data(), host.params});
   }
   POSEIDON_RETURN_IF_ERROR(staging_->pushParamsToDevice(startupDeadline()));
-  pipeline_ = std::make_unique<WfbpPipeline>(*sync_, sources_, pipelineOptions());
+  pipeline_ = std::make_unique<WfbpPipeline>(*sync_, units_, sources_, pipelineOptions());
   return Status::ok();
+}
+
+std::vector<std::span<float>> SessionImpl::layerParams() const {
+  // A device layer's replica lives in its pinned staging, a host layer's in the trainer's memory.
+  std::vector<std::span<float>> params;
+  for (size_t l = 0; l < layers_.size(); ++l) params.push_back(staging_->host(l).params);
+  return params;
 }
 
 Status SessionImpl::createStaging() {
@@ -278,8 +297,12 @@ Status SessionImpl::finish() {
 
 std::vector<LayerState> SessionImpl::layerStates() {
   std::vector<LayerState> states;
+  // Per trainer layer whatever the merging: a merged unit's state is its layers' slices in order.
   for (size_t l = 0; l < layers_.size(); ++l) {
-    states.push_back({hybrid_->params(l), hybrid_->optimizerState(l, 0), hybrid_->optimizerState(l, 1)});
+    const size_t unit = units_.unitOf(l), offset = units_.offsetInUnit(l), floats = units_.floats(l);
+    auto slice = [&](std::span<float> state) { return state.empty() ? state : state.subspan(offset, floats); };
+    states.push_back(
+        {staging_->host(l).params, slice(hybrid_->optimizerState(unit, 0)), slice(hybrid_->optimizerState(unit, 1))});
   }
   return states;
 }
@@ -334,11 +357,13 @@ Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& d
   // Files of later iterations are another run's (written before the crash this resumes from):
   // left, they could be paired with this run's files of the same iteration after the next crash.
   removeWorkerCheckpointsAfter(dir, static_cast<uint32_t>(rank()), *iteration);
+  gatherMergedParams(*sync_, units_, layerParams());
   POSEIDON_RETURN_IF_ERROR(staging_->pushParamsToDevice(startupDeadline()).withContext(describe()));
   // A fresh pipeline numbers its syncs from the restored iteration.
   pipeline_.reset();
   const Status set = hybrid_->setIteration(restored->iteration);
-  pipeline_ = std::make_unique<WfbpPipeline>(*sync_, sources_, pipelineOptions(), set.isOk() ? restored->iteration : 0);
+  pipeline_ =
+      std::make_unique<WfbpPipeline>(*sync_, units_, sources_, pipelineOptions(), set.isOk() ? restored->iteration : 0);
   POSEIDON_RETURN_IF_ERROR(set);
   return std::move(restored->extra);
 }

@@ -55,6 +55,7 @@
 #include "trainer/api/layer_registration.h"
 #include "trainer/hybcomm/hybcomm.h"
 #include "trainer/wfbp/copy_engine.h"
+#include "trainer/wfbp/merge_options.h"
 #include "trainer/wfbp/pipeline.h"
 #include "transport/bootstrap/launch_env.h"
 #include "transport/device.h"
@@ -89,6 +90,9 @@ struct SessionOptions {
   std::shared_ptr<CopyEngine> copy_engine;
   void* compute_stream = nullptr;
   size_t copy_streams = 2;
+  // [MG-WFBP]: runs of small layers synced as one message (trainer/wfbp/merge_options.h); off by
+  // default. Every worker gives the same.
+  MergeOptions merge;
 };
 
 class Session {
@@ -151,6 +155,10 @@ class Session {
   virtual uint64_t iteration() const = 0;
   // The registered model (valid after start()).
   virtual const model::Model& model() const = 0;
+  // Which layers sync together, and the merge plan with its predicted times when merging is on
+  // (valid after start()).
+  virtual const SyncUnits& syncUnits() const = 0;
+  virtual const std::optional<MergePlan>& mergePlan() const = 0;
 };
 
 }  // namespace poseidon::trainer

@@ -29,15 +29,18 @@ void transpose(const float* src, size_t rows, size_t cols, float* dst) {
 
 }  // namespace
 
-WfbpPipeline::WfbpPipeline(LayerSync& sync, std::vector<LayerSource> sources, PipelineOptions options,
+WfbpPipeline::WfbpPipeline(LayerSync& sync, SyncUnits units, std::vector<LayerSource> sources, PipelineOptions options,
                            uint64_t first_iteration)
     : sync_(sync),
+      units_(std::move(units)),
       sources_(std::move(sources)),
       options_(std::move(options)),
       first_iteration_(first_iteration),
-      layers_(sync.layerCount()),
-      ready_(2 * sync.layerCount()),
-      started_(2 * sync.layerCount()) {
+      layers_(units_.layerCount()),
+      unit_copied_(units_.unitCount(), 0),
+      completed_reported_at_(units_.layerCount()),
+      ready_(2 * units_.layerCount()),
+      started_(2 * units_.unitCount()) {
   starter_ = std::thread([this] { runStarter(); });
   completer_ = std::thread([this] { runCompleter(); });
 }
@@ -71,7 +74,7 @@ Status WfbpPipeline::gradientReady(size_t layer) {
                       layers_.size(), layers_.size() - 1);
   }
   LayerState& state = layers_[layer];
-  const std::string& name = sync_.layer(layer).name();
+  const std::string& name = units_.layers().layers()[layer].name();
   if (state.reported > trainer_iteration_) {
     return makeStatus(StatusCode::kInvalidArgument, "layer '{}' reported its gradient twice in iteration {}", name,
                       first_iteration_ + trainer_iteration_);
@@ -105,7 +108,7 @@ Status WfbpPipeline::waitForParameters(size_t layer, Deadline deadline) {
                       layer, layers_.size());
   }
   LayerState& state = layers_[layer];
-  const std::string& name = sync_.layer(layer).name();
+  const std::string& name = units_.layers().layers()[layer].name();
   // Nothing outstanding (the initial parameters, or a sync already waited for): they are current.
   if (state.waited == state.reported) return failure_;
   const bool done =
@@ -134,7 +137,7 @@ Status WfbpPipeline::endIteration() {
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (layers_[l].reported > trainer_iteration_) continue;
     if (!missing.empty()) missing += ", ";
-    missing += fmt::format("'{}'", sync_.layer(l).name());
+    missing += fmt::format("'{}'", units_.layers().layers()[l].name());
   }
   if (!missing.empty()) {
     return makeStatus(StatusCode::kInvalidArgument,
@@ -169,10 +172,11 @@ Status WfbpPipeline::drain(Deadline deadline) {
 
 Status WfbpPipeline::copyIn(size_t layer) {
   const LayerSource& source = sources_[layer];
-  const model::Layer& shape = sync_.layer(layer);
+  const model::Layer& shape = units_.layers().layers()[layer];
+  const size_t unit = units_.unitOf(layer);
   if (shape.isFullyConnected()) {
     const auto m = static_cast<size_t>(shape.fc().rows), n = static_cast<size_t>(shape.fc().cols);
-    std::span<float> u = sync_.u(layer), v = sync_.v(layer);
+    std::span<float> u = sync_.u(unit), v = sync_.v(unit);  // an FC layer is a unit alone
     const size_t k = u.size() / m;
     if (source.feature_major) {
       std::copy_n(source.output_gradient, u.size(), u.data());
@@ -183,7 +187,7 @@ Status WfbpPipeline::copyIn(size_t layer) {
     }
     return Status::ok();
   }
-  std::span<float> gradient = sync_.gradient(layer);
+  std::span<float> gradient = sync_.gradient(unit).subspan(units_.offsetInUnit(layer), units_.floats(layer));
   std::copy_n(source.gradient, gradient.size(), gradient.data());
   return Status::ok();
 }
@@ -208,22 +212,48 @@ void WfbpPipeline::runStarter() {
     const Deadline deadline(reported_at + options_.sync_timeout);
     Status copied = options_.staging != nullptr ? options_.staging->waitGradient(next.layer, deadline) : Status::ok();
     if (copied.isOk()) copied = copyIn(next.layer);
+    // A merged unit starts once its last member is in (MG-WFBP: one message for the run).
+    const size_t unit = units_.unitOf(next.layer);
+    if (copied.isOk() && ++unit_copied_[unit] < units_.memberCount(unit)) continue;
+    unit_copied_[unit] = 0;
     transport::RequestPtr request;
     const Clock::time_point started = Clock::now();
     if (copied.isOk()) {
       std::lock_guard sync_lock(sync_mutex_);
-      request = sync_.startLayer(next.layer, deadline);
+      request = sync_.startLayer(unit, deadline);
     } else {
-      request = transport::failedRequest("copying the layer's gradient", std::move(copied));
+      request = transport::failedRequest(
+          fmt::format("copying the gradient of layer '{}'", units_.layers().layers()[next.layer].name()),
+          std::move(copied));
     }
     {
       std::lock_guard lock(mutex_);
       started_[(started_head_ + started_count_) % started_.size()] =
-          Started{next.layer, next.iteration, std::move(request), reported_at, started};
+          Started{unit, next.iteration, std::move(request), reported_at, started};
       ++started_count_;
     }
     completer_wake_.notify_one();
   }
+}
+
+Status WfbpPipeline::deliver(size_t unit) {
+  // A merged unit's parameters live in the sync's own memory: each member's part goes to the
+  // trainer's buffer (a unit of one layer syncs in place).
+  if (units_.merged(unit)) {
+    std::span<const float> params = sync_.params(unit);
+    for (size_t l = units_.firstLayer(unit); l <= units_.lastLayer(unit); ++l) {
+      std::span<const float> part = params.subspan(units_.offsetInUnit(l), units_.floats(l));
+      std::copy(part.begin(), part.end(), sources_[l].params.begin());
+    }
+  }
+  // A device layer's update goes back before the layer counts as updated, so the trainer's wait
+  // orders its stream after this copy.
+  if (options_.staging == nullptr) return Status::ok();
+  for (size_t l = units_.firstLayer(unit); l <= units_.lastLayer(unit); ++l) {
+    Status queued = options_.staging->paramsToDevice(l);
+    if (!queued.isOk()) return queued.withContext("copying the updated parameters to the device");
+  }
+  return Status::ok();
 }
 
 void WfbpPipeline::runCompleter() {
@@ -244,24 +274,27 @@ void WfbpPipeline::runCompleter() {
       std::lock_guard lock(mutex_);
       if (stopping_ && !next.request->test()) return;
     }
+    const size_t unit = next.unit;
     Result<LayerSyncResult> result = LayerSyncResult{};
     {
       std::lock_guard sync_lock(sync_mutex_);
-      result = sync_.waitLayer(next.layer, Deadline(Clock::now()));
+      result = sync_.waitLayer(unit, Deadline(Clock::now()));
     }
-    // A device layer's update goes back before the layer counts as updated, so the trainer's
-    // wait orders its stream after this copy.
-    if (result && options_.staging != nullptr) {
-      Status queued = options_.staging->paramsToDevice(next.layer);
-      if (!queued.isOk()) result = queued.withContext("copying the updated parameters to the device");
+    if (result) {
+      Status delivered = deliver(unit);
+      if (!delivered.isOk()) result = std::move(delivered);
     }
     Status closed;
     bool last = false;
     bool failed = false;
     {
       std::lock_guard lock(mutex_);
-      ++layers_[next.layer].completed;
-      last = ++collected_in_iteration_ == layers_.size();
+      for (size_t l = units_.firstLayer(unit); l <= units_.lastLayer(unit); ++l) {
+        // Read before the layer counts as completed: the trainer may report it again right after.
+        completed_reported_at_[l] = layers_[l].reported_at;
+        ++layers_[l].completed;
+      }
+      last = ++collected_in_iteration_ == units_.unitCount();
       if (!result) {
         // A start the sync refused never reached it: the request holds the cause.
         const Status& refused = next.request->status();
@@ -287,9 +320,22 @@ void WfbpPipeline::runCompleter() {
     changed_.notify_all();
     if (last || !result) starter_wake_.notify_one();  // the next iteration may start, or stop
     if (result && options_.on_sync) {
-      options_.on_sync(SyncRecord{next.layer, first_iteration_ + next.iteration, result->scheme, next.reported,
-                                  next.started, next.request->completedAt(), result->bytes_sent, result->bytes_received,
-                                  result->version});
+      // One record per member layer; a merged unit's bytes are shared out by the members' sizes
+      // (the last member takes the rounding, so the records add up to what the sync moved).
+      const uint64_t total = units_.unitModel().layers()[unit].params();
+      uint64_t sent_left = result->bytes_sent, received_left = result->bytes_received;
+      for (size_t l = units_.firstLayer(unit); l <= units_.lastLayer(unit); ++l) {
+        const bool last_member = l == units_.lastLayer(unit);
+        const auto share = [&](uint64_t bytes) {
+          return static_cast<uint64_t>(static_cast<long double>(bytes) * units_.floats(l) / total);
+        };
+        const uint64_t sent = last_member ? sent_left : share(result->bytes_sent);
+        const uint64_t received = last_member ? received_left : share(result->bytes_received);
+        sent_left -= sent;
+        received_left -= received;
+        options_.on_sync(SyncRecord{l, first_iteration_ + next.iteration, result->scheme, completed_reported_at_[l],
+                                    next.started, next.request->completedAt(), sent, received, result->version});
+      }
     }
   }
 }

@@ -35,6 +35,7 @@
 #include "scheme/scheme.h"
 #include "trainer/sync/layer_sync.h"
 #include "trainer/wfbp/device_staging.h"
+#include "trainer/wfbp/sync_units.h"
 
 namespace poseidon::trainer {
 
@@ -48,6 +49,9 @@ struct LayerSource {
   bool feature_major = false;
   // Other layers: the gradient of the layer's parameters (Layer::params() floats).
   const float* gradient = nullptr;
+  // Where the layer's parameters live (the trainer's, or a device layer's staging): a merged
+  // unit's update is copied here; a unit of one layer is synced in place.
+  std::span<float> params;
 };
 
 // One sync as it happened, for a timeline: reported by gradientReady, started on the network,
@@ -79,7 +83,9 @@ class WfbpPipeline {
  public:
   // `sources` has one entry per layer of `sync`, which must outlive the pipeline. Starts the two
   // threads. `first_iteration`: where a restored run goes on (its syncs are numbered from there).
-  WfbpPipeline(LayerSync& sync, std::vector<LayerSource> sources, PipelineOptions options,
+  // `units` says which layers sync together (SyncUnits::unmerged: each alone); `sync` syncs the
+  // units (its layers are units.unitModel()'s).
+  WfbpPipeline(LayerSync& sync, SyncUnits units, std::vector<LayerSource> sources, PipelineOptions options,
                uint64_t first_iteration = 0);
   WfbpPipeline(const WfbpPipeline&) = delete;
   WfbpPipeline& operator=(const WfbpPipeline&) = delete;
@@ -112,7 +118,7 @@ class WfbpPipeline {
 
  private:
   struct Started {
-    size_t layer = 0;
+    size_t unit = 0;
     uint64_t iteration = 0;
     transport::RequestPtr request;
     Clock::time_point reported{}, started{};
@@ -127,9 +133,11 @@ class WfbpPipeline {
   void runStarter();
   void runCompleter();
   Status copyIn(size_t layer);
-  void fail(Status status);  // keeps the first failure; mutex_ held
+  Status deliver(size_t unit);  // a completed unit's parameters to its layers' buffers
+  void fail(Status status);     // keeps the first failure; mutex_ held
 
   LayerSync& sync_;
+  const SyncUnits units_;
   const std::vector<LayerSource> sources_;
   const PipelineOptions options_;
   const uint64_t first_iteration_;
@@ -139,6 +147,8 @@ class WfbpPipeline {
   std::condition_variable starter_wake_;    // a layer was reported, an iteration closed, stop
   std::condition_variable completer_wake_;  // a sync was started, stop
   std::vector<LayerState> layers_;
+  std::vector<size_t> unit_copied_;                       // members copied in this iteration, per unit (starter only)
+  std::vector<Clock::time_point> completed_reported_at_;  // per layer, for on_sync (completer only)
   // Reported layers not yet started, and started syncs not yet collected: fixed-capacity rings of
   // two iterations' layers (a layer is reported again only after its last sync was waited for,
   // so at most two iterations are ever in flight).

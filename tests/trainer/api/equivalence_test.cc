@@ -6,7 +6,9 @@
 // shards' gradients and combines them as each scheme does (reference_combiner.h): the workers'
 // parameters must equal its parameters bit for bit, for the PS, SFB, the ring and HybComm's
 // closed-form mix. And each step of it must agree with plain training on the batch of 4K within
-// the rounding bound derived at planStepTolerance below.
+// the rounding bound derived at planStepTolerance below. With MG-WFBP merging (a CNN of two
+// adjacent convolutions synced as one message) the one process combines the merged unit as the
+// scheme does: one tensor of both layers' gradients (the ring's segments are the unit's).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,6 +21,7 @@
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/hybcomm/hybcomm.h"
 #include "trainer/reference/network_session.h"
+#include "trainer/wfbp/merge_options.h"
 
 namespace poseidon::testing {
 namespace {
@@ -35,24 +38,40 @@ const char* const kOptimizer = "sgd:lr=0.05";
 
 using Params = std::vector<std::vector<float>>;  // per layer
 
-trainer::SessionOptions sessionOptions(const trainer::HybCommOptions& hybcomm) {
+struct Case {
+  const char* name;
+  trainer::HybCommOptions hybcomm;
+  const char* merge = "off";  // MergeOptions' text (merge_options.h)
+  bool two_convs = false;     // tinyCnnTwoConvs instead of tinyCnn
+};
+
+void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
+
+Result<Network> network(const Case& c, size_t batch, uint64_t seed) {
+  return c.two_convs ? tinyCnnTwoConvs(batch, seed) : tinyCnn(batch, seed);
+}
+
+trainer::MergeOptions mergeOptions(const Case& c) { return trainer::parseMergeMode(c.merge).value(); }
+
+trainer::SessionOptions sessionOptions(const Case& c) {
   trainer::SessionOptions options;
   options.job = "equivalence";
   options.layout = {kWorkers, 2, 0};
   options.batch = kBatch;
   options.optimizer = kernels::parseOptimizer(kOptimizer).value();
-  options.hybcomm = hybcomm;
+  options.hybcomm = c.hybcomm;
+  options.merge = mergeOptions(c);
   options.chunk_bytes = 64 << 10;
   options.sync_timeout = std::chrono::seconds(60);
   return options;
 }
 
 // Every worker's parameters after kSteps through the library.
-std::vector<Params> trainThroughLibrary(const trainer::HybCommOptions& hybcomm) {
+std::vector<Params> trainThroughLibrary(const Case& c) {
   std::vector<Params> finals(kWorkers);
-  const std::vector<Status> statuses = runSessionJob(sessionOptions(hybcomm), [&](trainer::Session& session, int w) {
+  const std::vector<Status> statuses = runSessionJob(sessionOptions(c), [&](trainer::Session& session, int w) {
     // Different seeds: worker 0's parameters must reach every worker at start().
-    auto network = tinyCnn(kBatch, kWorker0Seed + static_cast<uint64_t>(w));
+    auto network = testing::network(c, kBatch, kWorker0Seed + static_cast<uint64_t>(w));
     if (!network) return network.status();
     POSEIDON_RETURN_IF_ERROR(trainer::reference::registerNetwork(session, *network));
     POSEIDON_RETURN_IF_ERROR(session.start());
@@ -124,29 +143,36 @@ std::vector<double> planStepTolerance(const Network& plain, size_t l, std::span<
 struct Reference {
   Params params;           // after kSteps
   double worst_ratio = 0;  // the largest |library step - plain step| / tolerance seen
+  size_t worst_layer = 0;
 };
 
-// One process: the 4 shards' gradients combined as `schemes` (per layer) do, every step; and
+// The layer's part of its unit in a replica of the units' model.
+std::span<float> layerParams(trainer::Replica& replica, const trainer::SyncUnits& units, size_t l) {
+  return replica.params(units.unitOf(l)).subspan(units.offsetInUnit(l), units.floats(l));
+}
+
+// One process: the 4 shards' gradients combined as `schemes` (per unit) do, every step; and
 // each step compared with plain training on the global batch from the same parameters.
-Reference trainInOneProcess(const std::vector<scheme::Scheme>& schemes) {
+Reference trainInOneProcess(const Case& c, const trainer::SyncUnits& units,
+                            const std::vector<scheme::Scheme>& schemes) {
   Reference out;
   std::vector<Network> workers;
   for (int p = 0; p < kWorkers; ++p) {
-    auto network = tinyCnn(kBatch, kWorker0Seed);
+    auto network = testing::network(c, kBatch, kWorker0Seed);
     EXPECT_TRUE(network.isOk());
     workers.push_back(std::move(*network));
     for (size_t l = 0; l < workers.back().parametricCount(); ++l) {
       if (workers.back().parametric(l).describe()->isFullyConnected()) (void)workers.back().setFactorsOnly(l, true);
     }
   }
-  auto plain = tinyCnn(kBatch * kWorkers, kWorker0Seed);
+  auto plain = testing::network(c, kBatch * kWorkers, kWorker0Seed);
   EXPECT_TRUE(plain.isOk());
   const model::Model model = workers[0].describe();
-  ReferenceCombiner combiner(model, kernels::parseOptimizer(kOptimizer).value(), kWorkers);
+  ReferenceCombiner combiner(units.unitModel(), kernels::parseOptimizer(kOptimizer).value(), kWorkers);
   const size_t layers = model.layers().size();
   for (size_t l = 0; l < layers; ++l) {
     std::span<float> p = workers[0].params(l);
-    std::copy(p.begin(), p.end(), combiner.result().params(l).begin());
+    std::copy(p.begin(), p.end(), layerParams(combiner.result(), units, l).begin());
   }
   std::vector<tools::BatchReader> readers;
   for (int p = 0; p < kWorkers; ++p) {
@@ -158,7 +184,7 @@ Reference trainInOneProcess(const std::vector<scheme::Scheme>& schemes) {
   trainer::data::Position position;
   for (uint64_t s = 0; s < kSteps; ++s) {
     for (size_t l = 0; l < layers; ++l) {
-      std::span<const float> now = combiner.result().params(l);
+      std::span<const float> now = layerParams(combiner.result(), units, l);
       for (Network& w : workers) std::copy(now.begin(), now.end(), w.params(l).begin());
       std::copy(now.begin(), now.end(), plain->params(l).begin());
     }
@@ -170,62 +196,63 @@ Reference trainInOneProcess(const std::vector<scheme::Scheme>& schemes) {
       trainer::Replica& in = combiner.worker(p);
       for (size_t l = 0; l < layers; ++l) {
         const model::Layer& shape = model.layers()[l];
+        const size_t unit = units.unitOf(l);
         if (!shape.isFullyConnected()) {
-          std::copy(w.grads(l).begin(), w.grads(l).end(), in.gradient(l).begin());
+          std::copy(w.grads(l).begin(), w.grads(l).end(), in.gradient(unit).begin() + units.offsetInUnit(l));
           continue;
         }
-        const auto factors = *w.factors(l);
-        transpose(factors.output_gradient, kBatch, shape.fc().rows, in.u(l));
-        transpose(factors.input, kBatch, shape.fc().cols, in.v(l));
+        const auto factors = *w.factors(l);  // an FC layer is a unit alone
+        transpose(factors.output_gradient, kBatch, shape.fc().rows, in.u(unit));
+        transpose(factors.input, kBatch, shape.fc().cols, in.v(unit));
       }
     }
-    for (size_t l = 0; l < layers; ++l) EXPECT_TRUE(combiner.step(l, schemes[l], s).isOk());
+    for (size_t u = 0; u < units.unitCount(); ++u) EXPECT_TRUE(combiner.step(u, schemes[u], s).isOk());
     // Plain batch-4K training from the same parameters: one SGD step.
     EXPECT_TRUE(global.read(position).isOk());
     EXPECT_TRUE(plain->forward(global.images(), global.labels()).isOk());
     EXPECT_TRUE(plain->backward().isOk());
     for (size_t l = 0; l < layers; ++l) {
-      std::span<const float> after = combiner.result().params(l);
+      std::span<const float> after = layerParams(combiner.result(), units, l);
       const std::vector<double> tolerance = planStepTolerance(*plain, l, after);
       for (size_t i = 0; i < after.size(); ++i) {
         const double expected =
             static_cast<double>(plain->params(l)[i]) - kLr * static_cast<double>(plain->grads(l)[i]);
-        out.worst_ratio = std::max(out.worst_ratio, std::abs(after[i] - expected) / tolerance[i]);
+        const double ratio = std::abs(after[i] - expected) / tolerance[i];
+        if (ratio > out.worst_ratio) {
+          out.worst_ratio = ratio;
+          out.worst_layer = l;
+        }
       }
     }
     position = global.sharder().next(position);
   }
   for (size_t l = 0; l < layers; ++l) {
-    std::span<const float> p = combiner.result().params(l);
+    std::span<const float> p = layerParams(combiner.result(), units, l);
     out.params.emplace_back(p.begin(), p.end());
   }
   return out;
 }
 
-std::vector<scheme::Scheme> schemesOf(const trainer::HybCommOptions& hybcomm) {
-  auto network = tinyCnn(kBatch, kWorker0Seed);
-  const model::Model model = network->describe();
-  auto decided = trainer::HybComm::create(model.layers(), {kWorkers, 2, static_cast<int64_t>(kBatch)}, hybcomm);
+// The units the Session syncs (merged or not) and the scheme HybComm gives each.
+std::pair<trainer::SyncUnits, std::vector<scheme::Scheme>> unitsAndSchemes(const Case& c) {
+  auto network = testing::network(c, kBatch, kWorker0Seed);
+  auto planned = trainer::planMergeUnits(network->describe(), mergeOptions(c));
+  EXPECT_TRUE(planned.isOk()) << planned.status().toString();
+  const model::Model& units = planned->units.unitModel();
+  auto decided = trainer::HybComm::create(units.layers(), {kWorkers, 2, static_cast<int64_t>(kBatch)}, c.hybcomm);
   EXPECT_TRUE(decided.isOk()) << decided.status().toString();
   std::vector<scheme::Scheme> schemes;
-  for (size_t l = 0; l < model.layers().size(); ++l) schemes.push_back(decided->scheme(l));
-  return schemes;
+  for (size_t u = 0; u < units.layers().size(); ++u) schemes.push_back(decided->scheme(u));
+  return {std::move(planned->units), std::move(schemes)};
 }
-
-struct Case {
-  const char* name;
-  trainer::HybCommOptions hybcomm;
-};
-
-void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
 
 class SessionEquivalence : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SessionEquivalence, FourWorkersEqualOneProcessBitForBit) {
-  const trainer::HybCommOptions& hybcomm = GetParam().hybcomm;
-  const std::vector<scheme::Scheme> schemes = schemesOf(hybcomm);
-  const std::vector<Params> library = trainThroughLibrary(hybcomm);
-  const Reference reference = trainInOneProcess(schemes);
+  const Case& c = GetParam();
+  const auto [units, schemes] = unitsAndSchemes(c);
+  const std::vector<Params> library = trainThroughLibrary(c);
+  const Reference reference = trainInOneProcess(c, units, schemes);
   ASSERT_EQ(library.size(), static_cast<size_t>(kWorkers));
   for (int w = 0; w < kWorkers; ++w) {
     ASSERT_EQ(library[static_cast<size_t>(w)].size(), reference.params.size()) << "worker " << w;
@@ -235,11 +262,18 @@ TEST_P(SessionEquivalence, FourWorkersEqualOneProcessBitForBit) {
       size_t differ = 0;
       for (size_t i = 0; i < mine.size(); ++i)
         differ += std::memcmp(&mine[i], &reference.params[l][i], sizeof(float)) != 0;
-      EXPECT_EQ(differ, 0u) << "worker " << w << " layer " << l << " (" << scheme::schemeName(schemes[l])
+      EXPECT_EQ(differ, 0u) << "worker " << w << " layer " << l << " (" << scheme::schemeName(schemes[units.unitOf(l)])
                             << "): " << differ << " of " << mine.size() << " parameters differ";
     }
   }
-  EXPECT_LE(reference.worst_ratio, 1.0) << "a step left the rounding bound of plain batch-4K training";
+  // The bound assumes the batch-4K network computes each sample's activations with the same floats
+  // as a batch-K worker. One convolution below the FC layers keeps that (measured: it holds); a
+  // second one does not: OpenBLAS takes other kernel paths for the wider im2col sgemm of batch 4K,
+  // so the FC layers' inputs already differ in the last bit (fc1 measured at 1.5 x the bound).
+  // The merged cases check what merging changes, the bits against the one-process combiner.
+  if (c.two_convs) return;
+  EXPECT_LE(reference.worst_ratio, 1.0) << "a step of layer " << reference.worst_layer
+                                        << " left the rounding bound of plain batch-4K training";
   EXPECT_GT(reference.worst_ratio, 0.0) << "the schemes never differed from plain training: is the check alive?";
 }
 
@@ -253,7 +287,11 @@ trainer::HybCommOptions fixed(scheme::Scheme s) {
 INSTANTIATE_TEST_SUITE_P(
     Schemes, SessionEquivalence,
     ::testing::Values(Case{"ps", fixed(scheme::Scheme::kPs)}, Case{"sfb", fixed(scheme::Scheme::kSfb)},
-                      Case{"ring", fixed(scheme::Scheme::kRing)}, Case{"closed_form", trainer::HybCommOptions{}}),
+                      Case{"ring", fixed(scheme::Scheme::kRing)}, Case{"closed_form", trainer::HybCommOptions{}},
+                      // MG-WFBP: positions from the output (0 fc2, 1 fc1, 2 conv2, 3 conv1), the
+                      // two convolutions one message; on the ring their segments are the unit's.
+                      Case{"ps_merged", fixed(scheme::Scheme::kPs), "fixed:0,1,2-3", true},
+                      Case{"ring_merged", fixed(scheme::Scheme::kRing), "fixed:0,1,2-3", true}),
     [](const ::testing::TestParamInfo<Case>& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

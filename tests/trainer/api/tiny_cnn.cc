@@ -10,7 +10,9 @@ namespace poseidon::testing {
 
 using namespace trainer::reference;
 
-Result<Network> tinyCnn(size_t batch, uint64_t seed) {
+namespace {
+
+Result<Network> buildTinyCnn(size_t batch, uint64_t seed, int convolutions) {
   std::vector<std::unique_ptr<Layer>> layers;
   const auto add = [&layers](auto made) -> Status {
     if (!made) return made.status();
@@ -18,10 +20,16 @@ Result<Network> tinyCnn(size_t batch, uint64_t seed) {
     return Status::ok();
   };
   const auto shape = [&layers] { return layers.back()->outputShape(); };
-  POSEIDON_RETURN_IF_ERROR(
-      add(Conv2d::create("conv", batch, kFashionImage, {.out_channels = 8, .kernel = 5, .pad = 2})));
-  layers.push_back(std::make_unique<Relu>("relu1", batch, shape()));
-  POSEIDON_RETURN_IF_ERROR(add(MaxPool2d::create("pool", batch, shape())));
+  for (int c = 1; c <= convolutions; ++c) {
+    // The first keeps the historical names ("conv", "relu1", "pool") the single-conv tests use.
+    const bool first = c == 1;
+    const std::string suffix = convolutions == 1 ? "" : std::to_string(c);
+    const SampleShape in = first ? kFashionImage : shape();
+    POSEIDON_RETURN_IF_ERROR(
+        add(Conv2d::create("conv" + suffix, batch, in, {.out_channels = 8, .kernel = 5, .pad = 2})));
+    layers.push_back(std::make_unique<Relu>(convolutions == 1 ? "relu1" : "relu_conv" + suffix, batch, shape()));
+    POSEIDON_RETURN_IF_ERROR(add(MaxPool2d::create("pool" + suffix, batch, shape())));
+  }
   POSEIDON_RETURN_IF_ERROR(add(FullyConnected::create("fc1", batch, shape(), 32)));
   layers.push_back(std::make_unique<Relu>("relu2", batch, shape()));
   POSEIDON_RETURN_IF_ERROR(add(FullyConnected::create("fc2", batch, shape(), kFashionClasses)));
@@ -30,5 +38,11 @@ Result<Network> tinyCnn(size_t batch, uint64_t seed) {
   POSEIDON_RETURN_IF_ERROR(network->initialize(seed));
   return network;
 }
+
+}  // namespace
+
+Result<Network> tinyCnn(size_t batch, uint64_t seed) { return buildTinyCnn(batch, seed, 1); }
+
+Result<Network> tinyCnnTwoConvs(size_t batch, uint64_t seed) { return buildTinyCnn(batch, seed, 2); }
 
 }  // namespace poseidon::testing
