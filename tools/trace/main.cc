@@ -30,7 +30,7 @@ Status runRank(const TraceCommandLine& c, const transport::bootstrap::LaunchInfo
                const LeastCommunication& least) {
   auto address = c.address.empty() ? addressTowardsStore(launch) : Result<std::string>(c.address);
   if (!address) return address.status();
-  SchemeTraffic traffic(c.warmup);
+  SchemeTraffic traffic(c.warmup, c.iterations * c.trace.layers.size());
   trainer::SessionOptions options = traceSessionOptions(c, *address);
   options.on_sync = [&traffic](const trainer::SyncRecord& record) { traffic.add(record); };
   auto session = trainer::Session::join(options, launch);

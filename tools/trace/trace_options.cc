@@ -116,7 +116,7 @@ std::string checkMerge(TraceCommandLine& c) {
     const bool ring = c.hybcomm == "ring";
     const trainer::ClusterShape cluster{c.workers, c.ps_servers, static_cast<int64_t>(c.trace.scaled_batch)};
     const trainer::LinkModel link{c.latency_us * 1e-6, c.scale.scaled_bps / 8};
-    auto cost = trainer::tensorMessageCost(ring ? scheme::Scheme::kRing : scheme::Scheme::kPs, cluster, link);
+    auto cost = trainer::syncMessageCost(ring ? scheme::Scheme::kRing : scheme::Scheme::kPs, cluster, link);
     if (!cost) return fmt::format("--merge-cost link: {}", cost.status().message());
     c.merge_options.cost = *cost;
   } else if (c.merge_options.mode == trainer::MergeOptions::Mode::kPlanned && c.workers < 2) {

@@ -179,10 +179,26 @@ Status writeTraceOutputs(const TraceCommandLine& c, int rank, const std::vector<
     csv << fmt::format("{},{:.6f},{:.6f},{:.6f},{:.4f}\n", i, it.seconds, it.compute_seconds, it.wait_seconds,
                        it.idleShare());
   }
+  // Each measured sync, times in ms from the first one's report: where an iteration's tail goes.
+  const std::string syncs_path = fmt::format("{}/syncs-worker{}.csv", c.out_dir, rank);
+  std::ofstream syncs(syncs_path);
+  syncs << "iteration,layer,name,scheme,reported_ms,started_ms,completed_ms,bytes_sent,bytes_received\n";
+  const std::vector<trainer::SyncRecord> records = traffic.records();
+  const auto origin = records.empty() ? Clock::time_point{} : records.front().reported;
+  const auto ms = [origin](Clock::time_point at) {
+    return std::chrono::duration<double, std::milli>(at - origin).count();
+  };
+  for (const trainer::SyncRecord& r : records) {
+    syncs << fmt::format("{},{},{},{},{:.3f},{:.3f},{:.3f},{},{}\n", r.iteration, r.layer,
+                         t.layers[r.layer].real.name(), scheme::schemeName(r.scheme), ms(r.reported), ms(r.started),
+                         ms(r.completed), r.bytes_sent, r.bytes_received);
+  }
   json_file.close();
   csv.close();
-  if (!json_file || !csv) {
-    return makeStatus(StatusCode::kIoError, "--out '{}': cannot write {} or {}", c.out_dir, json_path, csv_path);
+  syncs.close();
+  if (!json_file || !csv || !syncs) {
+    return makeStatus(StatusCode::kIoError, "--out '{}': cannot write {}, {} or {}", c.out_dir, json_path, csv_path,
+                      syncs_path);
   }
   return Status::ok();
 }

@@ -1,8 +1,8 @@
 // What poseidon-trace reports: the trace model at its scale, the least communication the cost
 // model (trainer/hybcomm/cost_model.h) gives an iteration on the scaled link, and per run the
 // iteration time, its ratio to max(compute, least communication), the GPU-idle share and the
-// bytes per scheme: a perftest-style table on stdout, worker-<rank>.json and
-// iterations-worker<rank>.csv in --out.
+// bytes per scheme: a perftest-style table on stdout, worker-<rank>.json,
+// iterations-worker<rank>.csv and syncs-worker<rank>.csv in --out.
 #pragma once
 
 #include <optional>
@@ -44,7 +44,8 @@ TraceSummary summarize(const std::vector<TraceIteration>& iterations, const Leas
 // The perftest-style table of this worker's run.
 std::string traceTable(const TraceCommandLine& c, int rank, const TraceSummary& summary, const SchemeTraffic& traffic);
 
-// worker-<rank>.json and iterations-worker<rank>.csv in --out (nothing without --out).
+// worker-<rank>.json, iterations-worker<rank>.csv and syncs-worker<rank>.csv (every measured
+// sync: reported, started, completed, bytes) in --out (nothing without --out).
 // With merging, the plan and its predicted times go into the JSON ("merge_plan").
 Status writeTraceOutputs(const TraceCommandLine& c, int rank, const std::vector<TraceIteration>& iterations,
                          const TraceSummary& summary, const LeastCommunication& least, const SchemeTraffic& traffic,

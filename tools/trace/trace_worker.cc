@@ -76,6 +76,12 @@ void SchemeTraffic::add(const trainer::SyncRecord& record) {
   t.sent += record.bytes_sent;
   t.received += record.bytes_received;
   ++t.syncs;
+  if (records_.size() < records_.capacity()) records_.push_back(record);
+}
+
+std::vector<trainer::SyncRecord> SchemeTraffic::records() const {
+  std::lock_guard lock(mutex_);
+  return records_;
 }
 
 SchemeTraffic::Totals SchemeTraffic::totals(scheme::Scheme s) const {

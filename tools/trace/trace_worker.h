@@ -24,20 +24,26 @@ struct TraceIteration {
   double idleShare() const;    // the part no compute ran: 1 - compute / seconds, in [0, 1]
 };
 
-// Bytes and syncs per scheme over the measured iterations (on_sync, the library's thread).
+// Bytes and syncs per scheme over the measured iterations (on_sync, the library's thread), and
+// the measured syncs themselves (when each layer was reported, started and completed), kept in
+// room reserved up front for `expected_records`.
 class SchemeTraffic {
  public:
-  explicit SchemeTraffic(uint64_t first_measured) : first_measured_(first_measured) {}
+  SchemeTraffic(uint64_t first_measured, size_t expected_records) : first_measured_(first_measured) {
+    records_.reserve(expected_records);
+  }
   void add(const trainer::SyncRecord& record);
   struct Totals {
     uint64_t sent = 0, received = 0, syncs = 0;
   };
   Totals totals(scheme::Scheme s) const;
+  std::vector<trainer::SyncRecord> records() const;
 
  private:
   uint64_t first_measured_;
   mutable std::mutex mutex_;
   std::array<Totals, 4> totals_{};
+  std::vector<trainer::SyncRecord> records_;
 };
 
 // Registers the layers, starts the session, runs --warmup + --iterations iterations and finishes.

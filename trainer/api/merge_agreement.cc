@@ -37,7 +37,7 @@ Result<MessageCost> probedCost(JobConnection& job, const model::Model& layers, c
   const LinkModel link{fit->cost.latency_s, fit->cost.seconds_per_byte > 0 ? 1.0 / fit->cost.seconds_per_byte : 1e15};
   const ClusterShape cluster{options.layout.workers, std::max(1, options.layout.ps_servers),
                              static_cast<int64_t>(layers.batch())};
-  auto cost = tensorMessageCost(mergedScheme(options), cluster, link);
+  auto cost = syncMessageCost(mergedScheme(options), cluster, link);
   if (!cost) return cost.status();
   spdlog::info(
       "merge plan: link to worker 1 a = {:.1f} us, {:.3f} GB/s ({} samples, rms {:.1f} us{}{}); {} sync "

@@ -5,7 +5,7 @@
 // from worker to worker, so worker 0 plans and publishes the groups; the others take them as a
 // fixed plan. Worker 0's message cost is the option's when given; otherwise it probes the link to
 // worker 1 (link_probe.h) and prices a sync of the scheme the merged layers go to from it
-// (tensorMessageCost: the PS, or the ring when HybComm is fixed to it).
+// (syncMessageCost: the PS, or the ring when HybComm is fixed to it).
 #pragma once
 
 #include "common/deadline.h"

@@ -106,4 +106,20 @@ Result<MessageCost> tensorMessageCost(scheme::Scheme scheme, const ClusterShape&
   return MessageCost{std::max(0.0, 2 * *small - *large), (*large - *small) / small_bytes};
 }
 
+Result<MessageCost> syncMessageCost(scheme::Scheme scheme, const ClusterShape& cluster, const LinkModel& link,
+                                    Duplex duplex) {
+  if (scheme != scheme::Scheme::kPs) return tensorMessageCost(scheme, cluster, link, duplex);
+  POSEIDON_RETURN_IF_ERROR(validateCluster(cluster));
+  if (!std::isfinite(link.latency_s) || link.latency_s < 0) {
+    return makeStatus(StatusCode::kInvalidArgument, "link latency {} s: expected a finite value >= 0", link.latency_s);
+  }
+  if (!std::isfinite(link.bytes_per_s) || link.bytes_per_s <= 0) {
+    return makeStatus(StatusCode::kInvalidArgument, "link rate {} bytes/s: expected a finite value > 0",
+                      link.bytes_per_s);
+  }
+  const double fan_in = std::max(1.0, static_cast<double>(cluster.workers) / static_cast<double>(cluster.servers));
+  const double shared = duplex == Duplex::kHalf ? 2.0 : 1.0;
+  return MessageCost{2 * link.latency_s, 2 * fan_in * shared / link.bytes_per_s};
+}
+
 }  // namespace poseidon::trainer

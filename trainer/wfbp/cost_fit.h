@@ -53,4 +53,19 @@ Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples);
 Result<MessageCost> tensorMessageCost(scheme::Scheme scheme, const ClusterShape& cluster, const LinkModel& link,
                                       Duplex duplex = Duplex::kFull);
 
+// T(M) of one sync as [MG-WFBP]'s model has it, for the merge planner: messages one at a time,
+// each from its start until its update is back. Unlike tensorMessageCost, latencies of messages
+// that travel at once (to every server; the pull behind the push) are paid once:
+//   PS    a = 2 latencies (the push out, the pull back: the servers answer once every worker's push
+//         is in), b = 2 max(1, P1/P2) / rate (the push phase loads a worker's uplink with M and a
+//         server's downlink with M P1/P2, the pull phase the reverse; servers colocated or not)
+//   ring  as tensorMessageCost: 2(P1-1) steps one after another, 2(P1-1)/P1 of the tensor.
+// Both are full-duplex figures; kHalf doubles b (the two directions share the link).
+// The ring runs its layers one at a time, as the model assumes. The PS does not: the syncs of many
+// layers are in flight together (measured: ResNet-50's 107 on 8 workers), so for the PS this
+// prices a run of small layers above what it costs, and what merging saves there is mostly each
+// sync's fixed cost on the hosts (tools/trace/README.md has the figures).
+Result<MessageCost> syncMessageCost(scheme::Scheme scheme, const ClusterShape& cluster, const LinkModel& link,
+                                    Duplex duplex = Duplex::kFull);
+
 }  // namespace poseidon::trainer

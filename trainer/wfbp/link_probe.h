@@ -1,7 +1,7 @@
 // LinkProbe: a short ping-pong between two workers over the job's transport, fitted to the time
 // of one message T(M) = a + bM on their link ([MG-WFBP] takes a and b "measured in the
 // environment"; section IV-B). Run at start-up when a merge plan is to be made and no cost was
-// given: the cost of a scheme's sync follows from the link by tensorMessageCost (cost_fit.h).
+// given: the cost of a scheme's sync follows from the link by syncMessageCost (cost_fit.h).
 //
 // The initiator sends M bytes, the responder sends M bytes back; half the round trip is one
 // message of M bytes. Each size is timed `repetitions` times after one untimed warm-up exchange,

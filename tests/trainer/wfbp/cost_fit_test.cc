@@ -109,6 +109,30 @@ TEST(TensorMessageCost, AgreesWithTheCostModelAtOtherSizes) {
   }
 }
 
+TEST(SyncMessageCost, ThePsPaysOneRoundTripAndTheBusierSideOfEachPhase) {
+  const LinkModel link{50e-6, 1.25e9};
+  auto colocated = syncMessageCost(scheme::Scheme::kPs, ClusterShape{4, 4, 32}, link);
+  ASSERT_TRUE(colocated.isOk()) << colocated.status().toString();
+  EXPECT_NEAR(colocated->latency_s, 2 * 50e-6, 1e-15);
+  EXPECT_NEAR(colocated->seconds_per_byte, 2 / 1.25e9, 1e-22);
+  // Fewer servers than workers: each server's downlink takes P1/P2 of the tensor in the push.
+  auto few = syncMessageCost(scheme::Scheme::kPs, ClusterShape{8, 2, 32}, link);
+  ASSERT_TRUE(few.isOk());
+  EXPECT_NEAR(few->seconds_per_byte, 2 * 4 / 1.25e9, 1e-22);
+  auto half = syncMessageCost(scheme::Scheme::kPs, ClusterShape{4, 4, 32}, link, Duplex::kHalf);
+  ASSERT_TRUE(half.isOk());
+  EXPECT_NEAR(half->seconds_per_byte, 4 / 1.25e9, 1e-22);
+  // The ring's steps are one after another: as the cost model prices them.
+  auto ring = syncMessageCost(scheme::Scheme::kRing, ClusterShape{4, 4, 32}, link);
+  auto ring_model = tensorMessageCost(scheme::Scheme::kRing, ClusterShape{4, 4, 32}, link);
+  ASSERT_TRUE(ring.isOk() && ring_model.isOk());
+  EXPECT_EQ(ring->latency_s, ring_model->latency_s);
+  EXPECT_EQ(ring->seconds_per_byte, ring_model->seconds_per_byte);
+  expectInvalid(syncMessageCost(scheme::Scheme::kPs, ClusterShape{4, 4, 32}, {-1, 1e9}).status(), "latency -1");
+  expectInvalid(syncMessageCost(scheme::Scheme::kPs, ClusterShape{4, 4, 32}, {0, 0}).status(), "rate 0");
+  expectInvalid(syncMessageCost(scheme::Scheme::kSfb, ClusterShape{4, 4, 32}, link).status(), "SFB");
+}
+
 TEST(TensorMessageCost, RefusesFactorSchemesAndBadLinks) {
   const ClusterShape cluster{4, 4, 32};
   expectInvalid(tensorMessageCost(scheme::Scheme::kSfb, cluster, {50e-6, 1e9}).status(), "SFB");
