@@ -1,6 +1,7 @@
 // poseidon-train as tools/demo runs it, in small: 2 workers and 1 PS server as separate processes
 // on loopback for 30 steps; every output file must be there and parse (the merged timeline holds
-// both workers' compute and syncs, metrics.csv a row per step, the test accuracy is past chance).
+// both workers' compute and syncs, metrics.csv a row per step, the test accuracy is past chance),
+// with --merge planned (profiled, probed and planned; the plan in summary.json).
 // And bad input: a wrong --data-dir, --batch 0, a job size that does not fit the layout exit 2
 // naming the value, before anything waits for a peer.
 #include <gtest/gtest.h>
@@ -48,7 +49,8 @@ TEST(TrainMultiprocess, TwoWorkersAndAServerTrainAndWriteEveryOutput) {
     ranks.push_back(std::make_unique<ChildProcess>(
         std::vector<std::string>{"env", "POSEIDON_RANK=" + std::to_string(r), "POSEIDON_SIZE=3", root,
                                  "POSEIDON_SECRET=train-test", POSEIDON_TRAIN_BINARY, "--workers", "2", "--ps-servers",
-                                 "1", "--max-steps", std::to_string(kSteps), "--timeout", "30", "--out", out},
+                                 "1", "--max-steps", std::to_string(kSteps), "--timeout", "30", "--merge", "planned",
+                                 "--out", out},
         out + ".rank" + std::to_string(r) + ".log"));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
@@ -103,6 +105,11 @@ TEST(TrainMultiprocess, TwoWorkersAndAServerTrainAndWriteEveryOutput) {
   const double overlap = summary["sync_overlapped_by_backward"].get<double>();
   EXPECT_GE(overlap, 0.0);
   EXPECT_LE(overlap, 1.0);
+  // --merge planned: the workers profiled their backward passes, worker 0 probed and planned.
+  EXPECT_EQ(summary["options"]["merge"], "planned");
+  ASSERT_TRUE(summary["merge_plan"].is_object()) << summary.dump();
+  EXPECT_EQ(summary["merge_plan"]["layers"].get<size_t>(), 4u);
+  EXPECT_GT(summary["merge_plan"]["backward_s"].get<double>(), 0.0);
   std::filesystem::remove_all(out);
 }
 
@@ -115,6 +122,9 @@ TEST(TrainMultiprocess, BadInputExitsTwoNamingTheValue) {
       {{POSEIDON_TRAIN_BINARY, "--data-dir", "/nonexistent/fashion"}, "/nonexistent/fashion"},
       {{POSEIDON_TRAIN_BINARY, "--batch", "0"}, "--batch 0"},
       {{POSEIDON_TRAIN_BINARY, "--hybcomm", "fast"}, "--hybcomm 'fast'"},
+      {{POSEIDON_TRAIN_BINARY, "--merge", "all"}, "merge mode 'all'"},
+      {{POSEIDON_TRAIN_BINARY, "--merge", "fixed:0-3"}, "fully-connected layer 'fc1'"},
+      {{POSEIDON_TRAIN_BINARY, "--workers", "1", "--merge", "planned"}, "--merge planned: one worker"},
       {{POSEIDON_TRAIN_BINARY, "--optimizer", "sgd:lr=oops"}, "--optimizer"},
       {{POSEIDON_TRAIN_BINARY, "--checkpoint-every", "10"}, "--checkpoint-every needs --checkpoint-dir"},
       {{POSEIDON_TRAIN_BINARY, "--adam-servers", "1"}, "--adam-servers 1"},

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "tools/ps/job_options.h"
+#include "tools/train/backward_profiler.h"
 #include "tools/train/train_options.h"
 #include "tools/train/worker_loop.h"
 #include "trainer/data/fashion_mnist.h"
@@ -52,6 +53,18 @@ Status prepareOut(const TrainCommandLine& c) {
   return Status::ok();
 }
 
+// The per-layer backward times of a planned merge: 5 local passes (the first a warm-up) of the
+// network this worker will train, on its first batches.
+Result<std::vector<double>> profileWorkerBackward(const TrainCommandLine& c, int rank,
+                                                  const trainer::data::ImageSet& train) {
+  auto network = trainer::reference::buildFashionCnn(c.batch, c.seed);
+  if (!network) return network.status();
+  auto reader =
+      BatchReader::create(train, {c.seed, static_cast<uint32_t>(c.workers), static_cast<uint32_t>(rank), c.batch});
+  if (!reader) return reader.status();
+  return profileBackwardPasses(*network, *reader, 5);
+}
+
 Status runRank(const TrainCommandLine& c, const transport::bootstrap::LaunchInfo& launch) {
   const bool worker = c.layout().roleOf(launch.rank) == trainer::JobRole::kWorker;
   std::optional<WorkerData> data;
@@ -70,6 +83,11 @@ Status runRank(const TrainCommandLine& c, const transport::bootstrap::LaunchInfo
   if (!timeline) return timeline.status();
   SchemeBytes bytes;
   trainer::SessionOptions options = sessionOptions(c, *address);
+  if (worker && c.merge_options.mode == trainer::MergeOptions::Mode::kPlanned) {
+    auto backward = profileWorkerBackward(c, launch.rank, data->train);
+    if (!backward) return backward.status();
+    options.merge.backward_seconds = std::move(*backward);
+  }
   options.on_sync = [&bytes, t = timeline->get()](const trainer::SyncRecord& record) {
     bytes.add(record);
     t->onSync(record);

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "trainer/wfbp/merge_plan_text.h"
+
 namespace poseidon::tools {
 
 namespace {
@@ -29,6 +31,7 @@ nlohmann::json optionsJson(const TrainCommandLine& c) {
           {"epochs", c.epochs},
           {"optimizer", c.optimizer_spec},
           {"hybcomm", c.hybcomm},
+          {"merge", c.merge},
           {"consistency", c.consistency.canonical()},
           {"seed", c.seed},
           {"data_dir", c.data_dir},
@@ -86,22 +89,25 @@ Status RunOutputs::epoch(const EpochResult& r) {
   return epochs_.append(row);
 }
 
-Status RunOutputs::summary(const EpochResult& last, const RunTotals& totals) const {
+Status RunOutputs::summary(const EpochResult& last, const RunTotals& totals,
+                           const std::optional<trainer::MergePlan>& plan) const {
   nlohmann::json bytes = nlohmann::json::object();
   for (scheme::Scheme s : kReportedSchemes) bytes[bytesColumn(s)] = bytes_->sent(s);
-  const nlohmann::json summary = {{"test_accuracy", last.accuracy()},
-                                  {"test_correct", last.correct},
-                                  {"test_total", last.total},
-                                  {"test_note", "worker 0's replica; every replica is bit-identical to it"},
-                                  {"epochs_run", last.epoch},
-                                  {"iterations", totals.iterations},
-                                  {"images_per_s", totals.imagesPerSecond(c_->globalBatch())},
-                                  {"seconds", totals.seconds},
-                                  {"train_seconds", totals.train_seconds},
-                                  {"bytes_sent_by_worker0", bytes},
-                                  {"sync_overlapped_by_backward", totals.sync_overlap},
-                                  {"cores_available", std::thread::hardware_concurrency()},
-                                  {"options", optionsJson(*c_)}};
+  const nlohmann::json summary = {
+      {"test_accuracy", last.accuracy()},
+      {"test_correct", last.correct},
+      {"test_total", last.total},
+      {"test_note", "worker 0's replica; every replica is bit-identical to it"},
+      {"epochs_run", last.epoch},
+      {"iterations", totals.iterations},
+      {"images_per_s", totals.imagesPerSecond(c_->globalBatch())},
+      {"seconds", totals.seconds},
+      {"train_seconds", totals.train_seconds},
+      {"bytes_sent_by_worker0", bytes},
+      {"sync_overlapped_by_backward", totals.sync_overlap},
+      {"cores_available", std::thread::hardware_concurrency()},
+      {"merge_plan", plan ? nlohmann::json::parse(trainer::mergePlanJson(*plan)) : nlohmann::json()},
+      {"options", optionsJson(*c_)}};
   const std::string path = outPath(*c_, "summary.json");
   std::ofstream out(path, std::ios::trunc);
   out << summary.dump(2) << '\n';

@@ -7,6 +7,8 @@
 // replica equals bit for bit, so one worker's evaluation is the job's.
 #pragma once
 
+#include <optional>
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include "scheme/scheme.h"
 #include "tools/train/train_options.h"
 #include "trainer/timeline/csv_log.h"
+#include "trainer/wfbp/merge_plan.h"
 #include "trainer/wfbp/pipeline.h"
 
 namespace poseidon::tools {
@@ -62,7 +65,8 @@ class RunOutputs {
   Status iteration(uint64_t iteration, double seconds, double loss, double train_accuracy, double images_per_s);
   Status epoch(const EpochResult& result);
   // summary.json: the last evaluation, the totals, the bytes and the options.
-  Status summary(const EpochResult& last, const RunTotals& totals) const;
+  // With merged gradients, the plan and its predicted times too ("merge_plan").
+  Status summary(const EpochResult& last, const RunTotals& totals, const std::optional<trainer::MergePlan>& plan) const;
 
  private:
   RunOutputs(const TrainCommandLine& c, const SchemeBytes& bytes, trainer::timeline::CsvLog metrics,

@@ -9,6 +9,8 @@
 #include "tools/ps/job_process.h"
 #include "trainer/data/fashion_mnist.h"
 
+#include "trainer/reference/fashion_cnn.h"
+
 namespace poseidon::tools {
 
 namespace {
@@ -75,6 +77,11 @@ void addTrainOptions(CLI::App& app, TrainCommandLine& c) {
   app.add_option("--hybcomm", c.hybcomm,
                  "How each layer is synchronised: closed (the papers' closed form, default), adaptive (measured), or "
                  "one scheme for every layer it applies to: ps, sfb, ring")
+      ->type_name("MODE");
+  app.add_option("--merge", c.merge,
+                 "MG-WFBP: off (default), planned (each worker times its backward pass on its first batches, worker "
+                 "0 probes its link and plans), or fixed:<groups> (positions from the output layer: fixed:0,1,2-3 "
+                 "merges conv1 and conv2)")
       ->type_name("MODE");
   app.add_option("--consistency", c.consistency_spec,
                  "bsp (default: HybComm, the optimizer on the workers), ssp:<staleness> or "
@@ -148,6 +155,16 @@ std::string checkTrainOptions(TrainCommandLine& c, const char* environment_secre
   auto consistency = ps::parseConsistency(c.consistency_spec);
   if (!consistency) return fmt::format("--consistency '{}': {}", c.consistency_spec, consistency.status().message());
   c.consistency = *consistency;
+  auto merge = trainer::parseMergeMode(c.merge);
+  if (!merge) return fmt::format("--merge: {}", merge.status().message());
+  c.merge_options = std::move(*merge);
+  if (c.merge_options.mode == trainer::MergeOptions::Mode::kFixed) {
+    auto units = trainer::planMergeUnits(trainer::reference::fashionCnnModel(c.batch), c.merge_options);
+    if (!units) return fmt::format("--merge {}: {}", c.merge, units.status().message());
+  }
+  if (c.merge_options.mode == trainer::MergeOptions::Mode::kPlanned && c.workers < 2) {
+    return "--merge planned: one worker has no link to probe for the message cost";
+  }
   if (c.consistency.mode != ps::Consistency::Mode::kBsp) {
     if (c.hybcomm != "ps") {
       return fmt::format("--consistency {} sends every layer through the PS: expected --hybcomm ps, not '{}'",
@@ -184,6 +201,7 @@ trainer::SessionOptions sessionOptions(const TrainCommandLine& c, const std::str
   options.batch = c.batch;
   options.optimizer = c.optimizer;
   options.hybcomm = c.hybcomm_options;
+  options.merge = c.merge_options;
   options.consistency = c.consistency;
   options.device.backend = c.backend;
   options.device.address = address;

@@ -1,5 +1,5 @@
 // poseidon-train's command line: the job's shape (--workers, --ps-servers, --adam-servers), the
-// training run (--batch, --epochs, --optimizer, --hybcomm, --consistency, --seed, --data-dir,
+// training run (--batch, --epochs, --optimizer, --hybcomm, --merge, --consistency, --seed, --data-dir,
 // --max-steps), the
 // transport (--backend, --address, --secret, --timeout), the outputs (--out) and checkpoints.
 // Every rank of a job is given the same options; the rank itself comes from the launch
@@ -14,6 +14,7 @@
 #include "kernels/optimizer_config.h"
 #include "ps/consistency.h"
 #include "trainer/api/session.h"
+#include "trainer/wfbp/merge_options.h"
 #include "transport/bootstrap/launch_env.h"
 
 namespace poseidon::tools {
@@ -33,6 +34,7 @@ struct TrainCommandLine {
   uint32_t epochs = 3;
   std::string optimizer_spec;  // empty: kDefaultTrainOptimizer over the run's steps
   std::string hybcomm = "closed";
+  std::string merge = "off";             // MG-WFBP: off, planned (profiled here, probed at start-up), fixed:<groups>
   std::string consistency_spec = "bsp";  // ps::parseConsistency's spelling
   uint64_t seed = 1;
   std::string data_dir;  // empty: trainer::data::fashionMnistDir()
@@ -51,6 +53,7 @@ struct TrainCommandLine {
   // Filled by checkTrainOptions().
   kernels::OptimizerConfig optimizer;
   trainer::HybCommOptions hybcomm_options;
+  trainer::MergeOptions merge_options;  // planned: the backward times are added by the worker's profile
   ps::Consistency consistency;
 
   trainer::JobLayout layout() const { return {workers, ps_servers, adam_servers}; }

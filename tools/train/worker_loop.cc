@@ -167,7 +167,7 @@ Status Trainer::run() {
   totals.sync_overlap = *overlap;
   // The epoch the run ended in: the one just completed, or the one --max-steps cut short.
   POSEIDON_RETURN_IF_ERROR(evaluateAndLog(position.step == 0 ? position.epoch : position.epoch + 1));
-  POSEIDON_RETURN_IF_ERROR(outputs_->summary(last_, totals));
+  POSEIDON_RETURN_IF_ERROR(outputs_->summary(last_, totals, session_.mergePlan()));
   std::vector<std::string> files;
   for (int w = 0; w < c_.workers; ++w) files.push_back(outPath(c_, fmt::format("timeline-worker{}.json", w)));
   if (Status merged = trainer::timeline::mergeChromeTraceFiles(files, outPath(c_, "timeline.json")); !merged) {
