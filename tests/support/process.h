@@ -40,8 +40,9 @@ class ChildProcess {
 
 std::string read_file(const std::string& path);
 
-// A TCP port on 127.0.0.1 that nobody listens on now (bound, read and released: another process
-// may take it before the caller does, which is unlikely enough for tests); 0 when none was had.
+// A TCP port on 127.0.0.1 that nobody listens on now (bound and released), picked at random below
+// the kernel's ephemeral range so that other tests' port-0 binds never take it; another process
+// may still pick the same one by chance (1 in 12000); 0 when none was had.
 uint16_t free_loopback_port();
 
 }  // namespace poseidon::testing

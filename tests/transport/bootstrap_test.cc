@@ -16,6 +16,7 @@
 #include <map>
 #include <thread>
 
+#include "tests/support/process.h"
 #include "transport/bootstrap/file_store.h"
 #include "transport/bootstrap/launch_env.h"
 #include "transport/bootstrap/open_store.h"
@@ -47,11 +48,9 @@ std::unique_ptr<TcpStore> connectTo(uint16_t port) {
   return store ? std::move(*store) : nullptr;
 }
 
-// A port nothing listens on right now (bound and released; tests reuse it at once).
-uint16_t unusedPort() {
-  auto server = startServer();
-  return server ? server->port() : 0;
-}
+// A port nothing listens on right now, below the ephemeral range (tests/support/process.h), so no
+// test running beside this one is given it while rank 0 sleeps before serving it.
+uint16_t unusedPort() { return testing::free_loopback_port(); }
 
 double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
