@@ -87,7 +87,7 @@ int run(const AllreduceBenchCommandLine& c) {
     return 1;
   }
   // The ring is gone when this returns, so no write of ours is in flight at the goodbye.
-  const Result<std::vector<AllreduceRow>> rows = runAllreduceBench(c, process);
+  Result<std::vector<AllreduceRow>> rows = runAllreduceBench(c, process);
   if (rows && process.rank() == 0) printRows(*rows, process.launch.size);
   return endJob(process, rows.status(), kProgram);
 }
