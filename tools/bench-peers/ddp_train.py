@@ -15,6 +15,7 @@ minus its evaluations. Run by tools/bench-peers/bench-peers with /usr/bin/python
 ranks from RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT. Rank 0 writes --out (JSON).
 """
 import argparse
+import datetime
 import gzip
 import json
 import math
@@ -99,7 +100,7 @@ def parse_args():
 def main():
     a = parse_args()
     torch.set_num_threads(a.threads)
-    dist.init_process_group("gloo", timeout=__import__("datetime").timedelta(seconds=a.timeout))
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=a.timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
     train_x, train_y = load_split(a.data_dir, "train")
     test_x, test_y = (load_split(a.data_dir, "t10k") if rank == 0 else (None, None))
