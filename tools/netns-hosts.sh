@@ -12,7 +12,8 @@
 #                                                 # the same hosts behind poseidon-linkem links
 #
 # PREFIX names namespaces and veth ends (PREFIXh<i>, PREFIXb<i>, at most 15 characters), so keep
-# it short and unique (e.g. "ov$$"). RATE is tc's (<n>kbit, mbit or gbit).
+# it short and unique (e.g. "ov$$"). RATE is tc's (<n>kbit, mbit or gbit), or unlimited (no tbf;
+# the bridge variant only).
 #
 # The delayed variant is for latency this kernel cannot add (no netem): each host reaches a router
 # namespace through its own poseidon-linkem link (a TUN pair forwarded in user space, LINKEM the
@@ -44,6 +45,11 @@ netns_hosts_exec() {
 
 netns_hosts_limit() {  # INDEX RATE: tbf on the host's end (its upload) and the bridge's end (its download)
   local bps burst
+  if [ "$2" = unlimited ]; then  # no tbf: the veths' own speed
+    ip netns exec "${NETNS_HOSTS_PREFIX}h$1" tc qdisc del dev "${NETNS_HOSTS_PREFIX}h$1" root 2>/dev/null || true
+    ip netns exec "${NETNS_HOSTS_PREFIX}br" tc qdisc del dev "${NETNS_HOSTS_PREFIX}b$1" root 2>/dev/null || true
+    return 0
+  fi
   bps=$(netns_hosts_bps "$2") || { echo "netns-hosts: rate '$2': expected <n>kbit, mbit or gbit" >&2; return 1; }
   burst=$((bps / 8 / 100))  # at least one timer tick of traffic (HZ may be 100), so tbf can reach the rate
   ((burst >= 16384)) || burst=16384

@@ -1,0 +1,87 @@
+#include "tools/ring-bench/allreduce_bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <string>
+
+#include "model/layer.h"
+#include "ring/ring_allreduce.h"
+
+namespace poseidon::tools {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Rank r's element i: small integers, so the sum over P ranks is exact in float and any element
+// summed twice, missed or misplaced shows.
+constexpr uint32_t kPattern = 13;
+float valueOf(int rank, size_t i) { return static_cast<float>(rank + 1 + static_cast<int>(i % kPattern)); }
+float sumOf(int ranks, size_t i) {
+  return static_cast<float>(ranks * (ranks + 1) / 2 + ranks * static_cast<int>(i % kPattern));
+}
+
+void fill(std::span<float> buffer, int rank) {
+  for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = valueOf(rank, i);
+}
+
+Status verify(std::span<const float> buffer, int ranks, uint64_t bytes, uint64_t call) {
+  for (size_t i = 0; i < buffer.size(); ++i) {
+    if (buffer[i] != sumOf(ranks, i)) {
+      return makeStatus(StatusCode::kInternal, "all-reduce of {} bytes, call {}: element {} is {}, expected {}", bytes,
+                        call, i, buffer[i], sumOf(ranks, i));
+    }
+  }
+  return Status::ok();
+}
+
+AllreduceRow summarise(uint64_t bytes, std::vector<double> micros) {
+  AllreduceRow row;
+  row.bytes = bytes;
+  row.iters = micros.size();
+  std::sort(micros.begin(), micros.end());
+  const size_t n = micros.size();
+  row.median_us = n % 2 == 1 ? micros[n / 2] : (micros[n / 2 - 1] + micros[n / 2]) / 2;
+  row.mean_us = std::accumulate(micros.begin(), micros.end(), 0.0) / static_cast<double>(n);
+  row.min_us = micros.front();
+  return row;
+}
+
+}  // namespace
+
+Result<std::vector<AllreduceRow>> runAllreduceBench(const AllreduceBenchCommandLine& c, JobProcess& process) {
+  std::vector<model::Layer> layers;
+  for (uint64_t bytes : c.sizes) layers.push_back(model::Layer::other(fmt::format("{}B", bytes), bytes / 4));
+  ring::RingOptions options;
+  options.piece_bytes = c.piece_bytes;
+  options.staging_slots = c.staging_slots;
+  options.name = "allreduce_bench";
+  auto ring =
+      ring::RingAllreduce::start(*process.context, *process.store, std::move(layers), options, process.deadline());
+  if (!ring) return ring.status().withContext("starting the ring");
+  ring::RingAllreduce& r = **ring;
+  const int rank = r.rank(), ranks = r.ranks();
+  std::vector<AllreduceRow> rows;
+  for (size_t layer = 0; layer < c.sizes.size(); ++layer) {
+    const uint64_t bytes = c.sizes[layer];
+    const uint64_t iters = c.itersFor(bytes);
+    const std::span<float> buffer = r.buffer(layer);
+    std::vector<double> micros;
+    for (uint64_t call = 0; call < c.warmup + iters; ++call) {
+      fill(buffer, rank);
+      const Clock::time_point began = Clock::now();
+      POSEIDON_RETURN_IF_ERROR(r.allreduce(layer, process.deadline())
+                                   .withContext(fmt::format("all-reduce of {} bytes, call {}", bytes, call)));
+      const double us = std::chrono::duration<double, std::micro>(Clock::now() - began).count();
+      POSEIDON_RETURN_IF_ERROR(verify(buffer, ranks, bytes, call));
+      if (call >= c.warmup) micros.push_back(us);
+    }
+    rows.push_back(summarise(bytes, std::move(micros)));
+  }
+  return rows;
+}
+
+}  // namespace poseidon::tools
