@@ -10,6 +10,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -30,7 +31,8 @@ Status runRank(const TraceCommandLine& c, const transport::bootstrap::LaunchInfo
                const LeastCommunication& least) {
   auto address = c.address.empty() ? addressTowardsStore(launch) : Result<std::string>(c.address);
   if (!address) return address.status();
-  SchemeTraffic traffic(c.warmup, c.iterations * c.trace.layers.size());
+  // Every measured sync kept for syncs-worker<rank>.csv, up to a million (beyond, the totals only).
+  SchemeTraffic traffic(c.warmup, std::min<uint64_t>(c.iterations * c.trace.layers.size(), 1000000));
   trainer::SessionOptions options = traceSessionOptions(c, *address);
   options.on_sync = [&traffic](const trainer::SyncRecord& record) { traffic.add(record); };
   auto session = trainer::Session::join(options, launch);

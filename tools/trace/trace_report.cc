@@ -179,12 +179,13 @@ Status writeTraceOutputs(const TraceCommandLine& c, int rank, const std::vector<
     csv << fmt::format("{},{:.6f},{:.6f},{:.6f},{:.4f}\n", i, it.seconds, it.compute_seconds, it.wait_seconds,
                        it.idleShare());
   }
-  // Each measured sync, times in ms from the first one's report: where an iteration's tail goes.
+  // Each measured sync, times in ms from the earliest report: where an iteration's tail goes.
   const std::string syncs_path = fmt::format("{}/syncs-worker{}.csv", c.out_dir, rank);
   std::ofstream syncs(syncs_path);
   syncs << "iteration,layer,name,scheme,reported_ms,started_ms,completed_ms,bytes_sent,bytes_received\n";
   const std::vector<trainer::SyncRecord> records = traffic.records();
-  const auto origin = records.empty() ? Clock::time_point{} : records.front().reported;
+  Clock::time_point origin = records.empty() ? Clock::time_point{} : records.front().reported;
+  for (const trainer::SyncRecord& r : records) origin = std::min(origin, r.reported);
   const auto ms = [origin](Clock::time_point at) {
     return std::chrono::duration<double, std::milli>(at - origin).count();
   };

@@ -17,10 +17,11 @@
 
 namespace poseidon::trainer {
 
-// The units every worker syncs, with this worker's view of the plan. Collective among the workers
-// when the mode is planned and no cost is given (the probe's context). Fails naming the option
-// for a plan that cannot be made (one worker and no cost: nothing to probe), or naming worker 0
-// when its plan does not reach this worker by the deadline.
+// The units every worker syncs, with this worker's view of the plan. Worker 0 first publishes how
+// it merges, and a worker given other merge options fails at once naming both. Collective among
+// the workers when the mode is planned and no cost is given (the probe's context). Fails naming
+// the option for a plan that cannot be made (one worker and no cost: nothing to probe); when
+// worker 0 cannot probe or plan, every worker fails with its cause.
 Result<MergeSetup> agreeOnMergeUnits(JobConnection& job, const model::Model& layers, const SessionOptions& options,
                                      Deadline deadline);
 

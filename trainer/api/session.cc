@@ -205,8 +205,11 @@ Status SessionImpl::startServerOptimized(Deadline deadline) {
   ServerOptimizedSync& started = **sync;
   sync_ = std::move(*sync);
   POSEIDON_RETURN_IF_ERROR(bindUnitParams(*sync_, units_, layerParams()));
-  // Worker 0's parameters reach every worker through the servers (their initial model).
-  return started.initialize(deadline).withContext(describe());
+  // Worker 0's parameters reach every worker through the servers (their initial model); a merged
+  // unit's arrive in the sync's own memory, and go on to its layers' buffers.
+  POSEIDON_RETURN_IF_ERROR(started.initialize(deadline).withContext(describe()));
+  scatterMergedParams(*sync_, units_, layerParams());
+  return Status::ok();
 }
 
 Status SessionImpl::startPipeline() {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
 
 namespace poseidon::trainer {
 
@@ -30,20 +31,24 @@ Result<std::vector<ProbeSample>> probeLink(transport::Context& context, int peer
   std::vector<double> times;
   for (uint64_t size : options.sizes) {
     times.clear();
+    const std::string what = fmt::format("link probe with {}, {} bytes", pair.peerName(), size);
+    // Each side keeps its next receive posted before it sends, so no message waits for room.
+    transport::RequestPtr received = pair.recv(kProbeTag, **in_region, 0, size);
     for (int r = 0; r <= options.repetitions; ++r) {  // exchange 0 warms the path up, untimed
       const auto began = Clock::now();
-      // The receive is posted before anything is sent, so neither side's message waits for room.
-      transport::RequestPtr received = pair.recv(kProbeTag, **in_region, 0, size);
+      transport::RequestPtr got = received;
       if (initiator) {
-        POSEIDON_RETURN_IF_ERROR(pair.send(kProbeTag, **out_region, 0, size)->wait(deadline));
-        POSEIDON_RETURN_IF_ERROR(received->wait(deadline));
+        POSEIDON_RETURN_IF_ERROR(pair.send(kProbeTag, **out_region, 0, size)->wait(deadline).withContext(what));
+        POSEIDON_RETURN_IF_ERROR(got->wait(deadline).withContext(what));
+        if (r < options.repetitions) received = pair.recv(kProbeTag, **in_region, 0, size);
       } else {
-        POSEIDON_RETURN_IF_ERROR(received->wait(deadline));
-        POSEIDON_RETURN_IF_ERROR(pair.send(kProbeTag, **out_region, 0, size)->wait(deadline));
+        POSEIDON_RETURN_IF_ERROR(got->wait(deadline).withContext(what));
+        if (r < options.repetitions) received = pair.recv(kProbeTag, **in_region, 0, size);
+        POSEIDON_RETURN_IF_ERROR(pair.send(kProbeTag, **out_region, 0, size)->wait(deadline).withContext(what));
       }
-      if (received->bytes() != size) {
+      if (got->bytes() != size) {
         return makeStatus(StatusCode::kProtocolError, "link probe: {} sent {} bytes, expected {}", pair.peerName(),
-                          received->bytes(), size);
+                          got->bytes(), size);
       }
       if (r > 0) times.push_back(std::chrono::duration<double>(Clock::now() - began).count() / 2);
     }

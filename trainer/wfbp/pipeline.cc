@@ -212,19 +212,26 @@ void WfbpPipeline::runStarter() {
     const Deadline deadline(reported_at + options_.sync_timeout);
     Status copied = options_.staging != nullptr ? options_.staging->waitGradient(next.layer, deadline) : Status::ok();
     if (copied.isOk()) copied = copyIn(next.layer);
+    if (!copied.isOk()) {
+      // The layer's sync never starts: the pipeline fails here, naming it, and the starter stops
+      // (a merged unit's other members must not queue it again). Waits return the failure.
+      {
+        std::lock_guard lock(mutex_);
+        fail(copied.withContext(
+            fmt::format("copying the gradient of layer '{}'", units_.layers().layers()[next.layer].name())));
+      }
+      changed_.notify_all();
+      return;
+    }
     // A merged unit starts once its last member is in (MG-WFBP: one message for the run).
     const size_t unit = units_.unitOf(next.layer);
-    if (copied.isOk() && ++unit_copied_[unit] < units_.memberCount(unit)) continue;
+    if (++unit_copied_[unit] < units_.memberCount(unit)) continue;
     unit_copied_[unit] = 0;
     transport::RequestPtr request;
     const Clock::time_point started = Clock::now();
-    if (copied.isOk()) {
+    {
       std::lock_guard sync_lock(sync_mutex_);
       request = sync_.startLayer(unit, deadline);
-    } else {
-      request = transport::failedRequest(
-          fmt::format("copying the gradient of layer '{}'", units_.layers().layers()[next.layer].name()),
-          std::move(copied));
     }
     {
       std::lock_guard lock(mutex_);

@@ -142,7 +142,7 @@ class WfbpPipeline {
   const PipelineOptions options_;
   const uint64_t first_iteration_;
 
-  mutable std::mutex mutex_;                // everything below but sync_
+  mutable std::mutex mutex_;                // everything below but sync_ and the two per-thread vectors
   std::condition_variable changed_;         // a layer's sync completed, an iteration closed, a failure
   std::condition_variable starter_wake_;    // a layer was reported, an iteration closed, stop
   std::condition_variable completer_wake_;  // a sync was started, stop

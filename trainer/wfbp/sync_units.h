@@ -61,5 +61,8 @@ class SyncUnits {
 Status bindUnitParams(LayerSync& sync, const SyncUnits& units, std::span<const std::span<float>> layer_params);
 // Refills the merged units' memory from the layers' buffers (after a restore rewrote them).
 void gatherMergedParams(LayerSync& sync, const SyncUnits& units, std::span<const std::span<float>> layer_params);
+// The reverse: the merged units' memory out to the layers' buffers (after the sync itself wrote
+// it, as the servers' initial model under SSP / async does).
+void scatterMergedParams(LayerSync& sync, const SyncUnits& units, std::span<const std::span<float>> layer_params);
 
 }  // namespace poseidon::trainer

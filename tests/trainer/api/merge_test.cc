@@ -1,9 +1,11 @@
 // MG-WFBP through the Session: merged layers travel as one message yet the trainer still sees
 // its own layers (one wait, one timeline record per layer, the unit's bytes shared out exactly),
-// and a plan the model cannot take fails start() naming why. Bit-identity of merged training
+// a plan the model cannot take fails start() naming why, and so does a worker given other merge
+// options; under SSP merged layers still start from worker 0's parameters. Bit-identity of merged training
 // is equivalence_test.cc's (ps_merged, ring_merged).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -99,6 +101,52 @@ TEST(SessionMerge, MergedLayersSyncAsOneMessageAndAreReportedPerLayer) {
     EXPECT_LE(conv2.reported, conv1.reported);
     EXPECT_GE(conv1.started, conv1.reported);
   }
+}
+
+// Under SSP the servers hand every worker its initial model; a merged unit's arrives in the sync's
+// own memory and must reach the member layers, so workers seeded otherwise start from worker 0's.
+TEST(SessionMerge, UnderSspMergedLayersStartFromWorkerZerosParameters) {
+  trainer::SessionOptions options = mergedJob("fixed:0,1,2-3");
+  options.consistency = ps::Consistency::ssp(0);
+  std::vector<std::vector<float>> conv1(kWorkers), conv2(kWorkers);
+  const std::vector<Status> statuses = runSessionJob(options, [&](trainer::Session& session, int w) -> Status {
+    auto network = tinyCnnTwoConvs(kBatch, 100 + static_cast<uint64_t>(w));  // other seeds
+    if (!network) return network.status();
+    POSEIDON_RETURN_IF_ERROR(trainer::reference::registerNetwork(session, *network));
+    POSEIDON_RETURN_IF_ERROR(session.start());
+    conv1[static_cast<size_t>(w)].assign(network->params(0).begin(), network->params(0).end());
+    conv2[static_cast<size_t>(w)].assign(network->params(1).begin(), network->params(1).end());
+    return session.finish();
+  });
+  ASSERT_EQ(failures(statuses), "");
+  auto seed100 = tinyCnnTwoConvs(kBatch, 100);
+  ASSERT_TRUE(seed100.isOk());
+  for (int w = 0; w < kWorkers; ++w) {
+    EXPECT_TRUE(std::equal(conv1[w].begin(), conv1[w].end(), seed100->params(0).begin())) << "worker " << w;
+    EXPECT_TRUE(std::equal(conv2[w].begin(), conv2[w].end(), seed100->params(1).begin())) << "worker " << w;
+  }
+}
+
+// Merge options must be the same on every worker: one started otherwise fails at once naming both.
+TEST(SessionMerge, AWorkerGivenOtherMergeOptionsFailsNamingBoth) {
+  trainer::SessionOptions options = mergedJob("fixed:0,1,2-3");
+  options.startup_timeout = std::chrono::seconds(3);  // worker 0 and the server then wait for worker 1
+  const auto began = std::chrono::steady_clock::now();
+  const std::vector<Status> statuses = runSessionJob(
+      options,
+      [&](trainer::Session& session, int w) {
+        auto network = tinyCnnTwoConvs(kBatch, 100 + static_cast<uint64_t>(w));
+        if (!network) return network.status();
+        POSEIDON_RETURN_IF_ERROR(trainer::reference::registerNetwork(session, *network));
+        return session.start();
+      },
+      [](int rank, trainer::SessionOptions& mine) {
+        if (rank == 1) mine.merge = trainer::parseMergeMode("planned").value();
+      });
+  const std::string worker1 = statuses[1].toString();
+  EXPECT_NE(worker1.find("worker 0 merges 'fixed:0,1,2-3', this worker 'planned (probed)'"), std::string::npos)
+      << worker1;
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(15));
 }
 
 TEST(SessionMerge, APlanTheModelCannotTakeFailsStartNamingWhy) {
