@@ -23,6 +23,7 @@
 # processes stop in netns_hosts_cleanup.
 NETNS_HOSTS_NAMESPACES=()
 NETNS_HOSTS_LINKEM_PIDS=()
+NETNS_HOSTS_READY_DIR=""
 NETNS_HOSTS_DELAYED=0
 NETNS_HOSTS_PREFIX=""
 NETNS_HOSTS_SUBNET=""
@@ -83,13 +84,14 @@ netns_hosts_create_delayed() {  # PREFIX SUBNET COUNT RATE DELAY_MS LINKEM
   NETNS_HOSTS_PREFIX="$1" NETNS_HOSTS_SUBNET="$2" NETNS_HOSTS_DELAYED=1
   local p="$1" i router="$1rt" bps ready
   bps=$(netns_hosts_bps "$4") || { echo "netns-hosts: rate '$4': expected <n>kbit, mbit or gbit" >&2; return 1; }
+  NETNS_HOSTS_READY_DIR="$(mktemp -d /tmp/netns-hosts-ready-XXXXXX)"
   ip netns add "$router" && NETNS_HOSTS_NAMESPACES+=("$router")
   ip -n "$router" link set lo up
   ip netns exec "$router" sysctl -qw net.ipv4.ip_forward=1
   for ((i = 0; i < $3; i++)); do
     ip netns add "${p}h$i" && NETNS_HOSTS_NAMESPACES+=("${p}h$i")
     ip -n "${p}h$i" link set lo up
-    ready="$(mktemp -u "/tmp/netns-hosts-$p-$i-XXXXXX")"
+    ready="$NETNS_HOSTS_READY_DIR/$i"  # a name in our own fresh directory: no other process can take it
     "$6" --ns-a "${p}h$i" --ns-b "$router" --addr-a "$2.$i.2/24" --addr-b "$2.$i.1/24" --dev-name "${p}l$i" \
       --delay-ms "$5" --rate-mbit "$(awk -v b="$bps" 'BEGIN { printf "%.6f", b / 1e6 }')" --mtu 9000 \
       --ready-file "$ready" 2>/dev/null &
@@ -112,6 +114,8 @@ netns_hosts_cleanup() {  # deleting a namespace deletes the veth ends in it, and
   for pid in "${NETNS_HOSTS_LINKEM_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${NETNS_HOSTS_LINKEM_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   NETNS_HOSTS_LINKEM_PIDS=()
+  [ -z "$NETNS_HOSTS_READY_DIR" ] || rm -rf "$NETNS_HOSTS_READY_DIR"
+  NETNS_HOSTS_READY_DIR=""
   for ns in "${NETNS_HOSTS_NAMESPACES[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
   NETNS_HOSTS_NAMESPACES=()
   NETNS_HOSTS_DELAYED=0
