@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -59,7 +60,10 @@ struct ChunkTrack {
   size_t push_ready = 0;
   uint64_t pushes = 0;
   bool awaiting_ack = false;
-  bool queued = false;          // ready, held back by the server's push window
+  bool queued = false;  // ready, held back by the server's push window
+  // Priority: the clock another worker pushed this chunk for first (ToWorker::kAwaited). While it
+  // is the clock of our next push, that push goes past the window: see queuePushLocked.
+  uint64_t awaited = UINT64_MAX;
   std::vector<OpPtr> push_ops;  // waiting for this chunk to be written
   std::vector<OpPtr> ack_ops;   // waiting for the ack of the write in flight
   // Pull
@@ -86,7 +90,8 @@ class ClientImpl final : public Client {
         job_(job),
         consistency_(options.consistency),
         worker_(context.rank()),
-        push_window_bytes_(options.push_window_bytes) {}
+        push_window_bytes_(options.push_window_bytes),
+        priority_(options.priority) {}
 
   ~ClientImpl() override {
     stopping_.store(true);
@@ -141,6 +146,7 @@ class ClientImpl final : public Client {
   const Consistency consistency_;
   const int worker_;
   const uint64_t push_window_bytes_;
+  const bool priority_;
   uint64_t model_bytes_ = 0;
   std::vector<uint64_t> tensor_offsets_;
   std::vector<size_t> tensor_floats_;
@@ -154,10 +160,14 @@ class ClientImpl final : public Client {
 
   mutable std::mutex mutex_;
   std::vector<ChunkTrack> chunks_;
-  // Per server: pushed bytes not yet acknowledged, and chunks ready but held back (in the order
-  // they became ready), so acks pace this worker to the aggregation (see pushWindowBytes).
+  // Per server: pushed bytes not yet acknowledged, and chunks ready but held back, so acks pace
+  // this worker to the aggregation (see push_window_bytes). held_ is a min-heap of (key, chunk):
+  // the key is the chunk's index under priority, else the order it became ready in. Its room is
+  // reserved for every chunk of the server (a chunk is held at most once), so it never allocates.
   std::vector<uint64_t> unacked_bytes_;
-  std::vector<std::deque<uint32_t>> held_;
+  using HeldChunk = std::pair<uint64_t, uint32_t>;
+  std::vector<std::vector<HeldChunk>> held_;
+  uint64_t held_sequence_ = 0;
   std::vector<LayerTrack> layers_;
   Status failure_;
   std::condition_variable failure_cv_;
@@ -227,9 +237,12 @@ Status ClientImpl::setUp(transport::bootstrap::Store& store, const model::Model&
   for (ChunkTrack& chunk : chunks_) chunk.pushes = chunk.version = start_clock_;
   unacked_bytes_.assign(static_cast<size_t>(job_.servers), 0);
   held_.resize(static_cast<size_t>(job_.servers));
+  for (const ChunkTrack& chunk : chunks_) held_[static_cast<size_t>(chunk.server)].emplace_back();
+  for (auto& held : held_) held.clear();  // the room stays: one entry per chunk of the server
   for (LayerTrack& layer : layers_) layer.clock = start_clock_;
   for (int server = 0; server < job_.servers; ++server) {
     threads_.emplace_back([this, server] { serverLoop(server); });
+    if (priority_ && consistency_.mode == Consistency::Mode::kBsp) signal(server, ToServer::kAnnounce, 0, 0);
   }
   return Status::ok();
 }
@@ -299,8 +312,17 @@ RequestPtr ClientImpl::push(size_t layer) {
 void ClientImpl::queuePushLocked(uint32_t c) {
   ChunkTrack& chunk = chunks_[c];
   if (chunk.queued) return;
+  if (chunk.awaited == chunk.pushes) {
+    // Others sent it and wait for ours: reordered windows could otherwise each hold what the
+    // other waits for (FIFO cannot: every worker sends in the order its layers became ready).
+    unacked_bytes_[static_cast<size_t>(chunk.server)] += chunk.bytes;
+    sendPushLocked(c);
+    return;
+  }
   chunk.queued = true;
-  held_[static_cast<size_t>(chunk.server)].push_back(c);
+  auto& held = held_[static_cast<size_t>(chunk.server)];
+  held.emplace_back(priority_ ? uint64_t{c} : held_sequence_++, c);
+  std::push_heap(held.begin(), held.end(), std::greater<>());
 }
 
 void ClientImpl::drainPushesLocked(int server) {
@@ -308,9 +330,10 @@ void ClientImpl::drainPushesLocked(int server) {
   // a server's link unevenly), the server idles, then drains a backlog: acks pace the pushes.
   auto& held = held_[static_cast<size_t>(server)];
   uint64_t& unacked = unacked_bytes_[static_cast<size_t>(server)];
-  while (!held.empty() && (unacked == 0 || unacked + chunks_[held.front()].bytes <= push_window_bytes_)) {
-    const uint32_t c = held.front();
-    held.pop_front();
+  while (!held.empty() && (unacked == 0 || unacked + chunks_[held.front().second].bytes <= push_window_bytes_)) {
+    std::pop_heap(held.begin(), held.end(), std::greater<>());
+    const uint32_t c = held.back().second;
+    held.pop_back();
     chunks_[c].queued = false;
     unacked += chunks_[c].bytes;
     sendPushLocked(c);
@@ -484,12 +507,25 @@ Status ClientImpl::handle(int server, const Imm& imm) {
       return Status::ok();
     }
     case ToWorker::kBlocked: chunk.blocker = static_cast<int>(imm.value); return Status::ok();
+    case ToWorker::kAwaited: {
+      if (!priority_) return makeStatus(StatusCode::kProtocolError, "announced chunk {} unasked", c);
+      // For our next push (the clock of pushes made), or one we made since (then stale).
+      if (widenAtMost(chunk.pushes, imm.value) != chunk.pushes) return Status::ok();
+      chunk.awaited = chunk.pushes;
+      if (!chunk.queued) return Status::ok();  // not ready yet, or awaiting the previous ack
+      auto& held = held_[static_cast<size_t>(server)];
+      held.erase(std::find_if(held.begin(), held.end(), [c](const HeldChunk& h) { return h.second == c; }));
+      std::make_heap(held.begin(), held.end(), std::greater<>());
+      chunk.queued = false;
+      queuePushLocked(c);
+      return Status::ok();
+    }
     case ToWorker::kWorkerFailed:
       failAllLocked(makeStatus(StatusCode::kConnectionError, "worker {} (rank {}) is gone, reported by server {}",
                                imm.value, job_.workerRank(static_cast<int>(imm.value)), server));
       return Status::ok();
   }
-  return makeStatus(StatusCode::kProtocolError, "sent immediate type {} (expected 0..3)", imm.type);
+  return makeStatus(StatusCode::kProtocolError, "sent immediate type {} (expected 0..4)", imm.type);
 }
 
 void ClientImpl::failAllLocked(const Status& status) {

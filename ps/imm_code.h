@@ -28,6 +28,7 @@ enum class ToServer : uint8_t {
   kInit = 2,        // worker 0 wrote the initial parameters of `chunk`
   kCheckpoint = 3,  // checkpoint at clock value (widened)
   kBye = 4,         // this worker is done; its connection may close
+  kAnnounce = 5,    // this worker reorders its pushes (ClientOptions::priority): send it kAwaited
 };
 
 // Server -> worker.
@@ -36,6 +37,9 @@ enum class ToWorker : uint8_t {
   kParams = 1,        // `chunk`'s parameters at version value (widened) are in place
   kBlocked = 2,       // a pull of `chunk` waits for worker `value`'s push
   kWorkerFailed = 3,  // worker `value` is gone; pulls that need it cannot finish
+  // BSP, to a worker that sent kAnnounce: another worker pushed `chunk` for clock value (widened)
+  // and this one has not, so the aggregation waits for it.
+  kAwaited = 4,
 };
 
 struct Imm {

@@ -61,7 +61,8 @@ class ServerImpl final : public Server {
         chunk_bytes_(layout.chunkBytes()),
         shard_(Shard::of(layout, server)),
         chunks_(shard_.chunks.size()),
-        workers_(static_cast<size_t>(job.workers)) {
+        workers_(static_cast<size_t>(job.workers)),
+        announce_(static_cast<size_t>(job.workers)) {
     for (ChunkState& chunk : chunks_) {
       chunk.pushed.assign(static_cast<size_t>(job.workers), 0);
       chunk.applied.assign(static_cast<size_t>(job.workers), 0);
@@ -119,6 +120,8 @@ class ServerImpl final : public Server {
   Status onPull(int worker, uint32_t index, uint32_t low);
   Status onInit(int worker, uint32_t index);
   void onCheckpointRequest(uint32_t low);
+  void onAnnounce(int worker);
+  void announceLocked(uint32_t index, const ChunkState& chunk, int worker);
   void onWorkerGone(int worker, const Status& why);
   void finishWorker(int worker, WorkerState state);
 
@@ -143,6 +146,10 @@ class ServerImpl final : public Server {
   const Shard shard_;
   mutable std::vector<ChunkState> chunks_;
   std::vector<std::atomic<WorkerState>> workers_;
+  // Workers that reorder their pushes (kAnnounce): each BSP chunk's first push of a clock is
+  // announced to them, so none holds back a chunk the others already sent while its window is
+  // full of chunks they have not: with two such workers the aggregation would wait forever.
+  std::vector<std::atomic<bool>> announce_;
 
   std::vector<float> params_;
   std::vector<float> slots_;
@@ -269,7 +276,8 @@ void ServerImpl::workerLoop(int worker) {
 }
 
 Status ServerImpl::handle(int worker, const Imm& imm) {
-  if (imm.chunk >= chunks_.size() && imm.type != static_cast<uint8_t>(ToServer::kCheckpoint)) {
+  if (imm.chunk >= chunks_.size() && imm.type != static_cast<uint8_t>(ToServer::kCheckpoint) &&
+      imm.type != static_cast<uint8_t>(ToServer::kAnnounce)) {
     return makeStatus(StatusCode::kProtocolError, "worker {} named chunk {} but server {} holds {} chunks", worker,
                       imm.chunk, server_, chunks_.size());
   }
@@ -278,9 +286,10 @@ Status ServerImpl::handle(int worker, const Imm& imm) {
     case ToServer::kPull: return onPull(worker, imm.chunk, imm.value);
     case ToServer::kInit: return onInit(worker, imm.chunk);
     case ToServer::kCheckpoint: onCheckpointRequest(imm.value); return Status::ok();
+    case ToServer::kAnnounce: onAnnounce(worker); return Status::ok();
     case ToServer::kBye: break;
   }
-  return makeStatus(StatusCode::kProtocolError, "worker {} sent immediate type {} (expected 0..4)", worker, imm.type);
+  return makeStatus(StatusCode::kProtocolError, "worker {} sent immediate type {} (expected 0..5)", worker, imm.type);
 }
 
 Status ServerImpl::onPush(int worker, uint32_t index) {
@@ -309,7 +318,10 @@ Status ServerImpl::onPush(int worker, uint32_t index) {
                       worker, shard_.chunks[index].global, chunk.pushed[w], server_, chunk.version);
   }
   ++chunk.pushed[w];
-  if (++chunk.arrived < job_.workers) return Status::ok();
+  if (++chunk.arrived == 1) {
+    for (int p = 0; p < job_.workers; ++p) announceLocked(index, chunk, p);
+  }
+  if (chunk.arrived < job_.workers) return Status::ok();
   thread_local std::vector<const float*> gradients;
   gradients.clear();
   for (int p = 0; p < job_.workers; ++p) gradients.push_back(slot(p, index));
@@ -433,6 +445,22 @@ void ServerImpl::onCheckpointRequest(uint32_t low) {
     return;
   }
   checkpointer_->request(widenAtLeast(version(), low));
+}
+
+void ServerImpl::onAnnounce(int worker) {
+  announce_[static_cast<size_t>(worker)].store(true);
+  // Pushes that arrived before: onPush, under the same chunk lock, announces those that follow.
+  for (uint32_t index = 0; index < chunks_.size(); ++index) {
+    std::lock_guard lock(chunks_[index].mutex);
+    if (chunks_[index].arrived > 0) announceLocked(index, chunks_[index], worker);
+  }
+}
+
+void ServerImpl::announceLocked(uint32_t index, const ChunkState& chunk, int worker) {
+  const size_t w = static_cast<size_t>(worker);
+  if (announce_[w].load() && live(worker) && chunk.pushed[w] == chunk.version) {
+    notify(worker, ToWorker::kAwaited, index, chunk.version);
+  }
 }
 
 void ServerImpl::sendParamsLocked(uint32_t index, ChunkState& chunk, int worker) {

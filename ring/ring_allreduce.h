@@ -13,7 +13,8 @@
 //   the successor adds it into its own copy. After them r holds the full sum of segment r + 1.
 // - all-gather, P1-1 steps: the finished segments travel once round the ring, written straight
 //   into the successor's buffer.
-// - pipelining: a segment travels in pieces of piece_bytes, and each piece goes on as soon as its
+// - pipelining: a segment travels in pieces of piece_bytes (smaller for small layers, at least
+//   four per segment: layerPieceFloats in ring_geometry.h), and each piece goes on as soon as its
 //   predecessor step delivered it, so the write of piece j+1 overlaps the add of piece j and the
 //   steps overlap each other. Staging slots are reused under explicit credits: after adding a
 //   piece the receiver frees its slot with a zero-length write whose immediate says so, and a

@@ -13,9 +13,23 @@
 // c - 1 finishes it at step P - 2, and the all-gather carries the finished bytes once round.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace poseidon::ring {
+
+// A layer's piece size: RingOptions::piece_bytes (max_piece_floats), except that a segment of
+// fewer than kMinPiecesPerSegment such pieces is cut into that many, none below kMinPieceFloats:
+// then a small layer's steps overlap as a large one's do (Gloo's chunked ring cuts every buffer
+// so) instead of each step waiting for the whole previous segment. A 1 MiB layer on 4 ranks moves
+// 64 KiB pieces, a 4 MiB one 256 KiB pieces; from 16 MiB on, pieces are piece_bytes.
+inline constexpr uint64_t kMinPiecesPerSegment = 4;
+inline constexpr uint64_t kMinPieceFloats = 4096;  // 16 KiB: below that a piece costs more than it overlaps
+inline uint64_t layerPieceFloats(uint64_t floats, int ranks, uint64_t max_piece_floats) {
+  const uint64_t largest_segment = (floats + static_cast<uint64_t>(ranks) - 1) / static_cast<uint64_t>(ranks);
+  const uint64_t cut = (largest_segment + kMinPiecesPerSegment - 1) / kMinPiecesPerSegment;
+  return std::min(max_piece_floats, std::max(cut, std::min(kMinPieceFloats, max_piece_floats)));
+}
 
 struct RingPiece {
   uint64_t offset = 0;  // floats from the start of the layer

@@ -39,7 +39,8 @@ class Pass {
         layer_(layer),
         deadline_(deadline),
         base_(state.offsets[layer]),
-        geometry_(state.ranks, state.rank, state.floats[layer], state.piece_floats),
+        geometry_(state.ranks, state.rank, state.floats[layer],
+                  layerPieceFloats(state.floats[layer], state.ranks, state.piece_floats)),
         steps_(geometry_.steps()) {}
 
   Status run() {

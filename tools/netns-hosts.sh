@@ -7,6 +7,7 @@
 #   netns_hosts_exec INDEX COMMAND...             # runs COMMAND in host INDEX's namespace
 #   netns_hosts_address INDEX                     # SUBNET.(INDEX+1)
 #   netns_hosts_limit INDEX RATE                  # re-limits host INDEX's link both ways
+#   netns_hosts_kill INDEX                        # stops every process in host INDEX's namespace
 #   netns_hosts_cleanup                           # deletes every namespace made (and so the veths)
 #   netns_hosts_create_delayed PREFIX SUBNET COUNT RATE DELAY_MS LINKEM
 #                                                 # the same hosts behind poseidon-linkem links
@@ -109,8 +110,19 @@ netns_hosts_create_delayed() {  # PREFIX SUBNET COUNT RATE DELAY_MS LINKEM
   done
 }
 
+netns_hosts_kill() {  # INDEX: a killed `netns_hosts_exec ... &` leaves its program running; this does not
+  local pids
+  pids=$(ip netns pids "${NETNS_HOSTS_PREFIX}h$1" 2>/dev/null) || return 0
+  [ -z "$pids" ] || kill $pids 2>/dev/null || true
+}
+
 netns_hosts_cleanup() {  # deleting a namespace deletes the veth ends in it, and so their peers
   local ns pid
+  # A namespace outlives `ip netns del` while processes hold it: stop them first.
+  for ns in "${NETNS_HOSTS_NAMESPACES[@]}"; do
+    pid=$(ip netns pids "$ns" 2>/dev/null) || continue
+    [ -z "$pid" ] || kill $pid 2>/dev/null || true
+  done
   for pid in "${NETNS_HOSTS_LINKEM_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${NETNS_HOSTS_LINKEM_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   NETNS_HOSTS_LINKEM_PIDS=()

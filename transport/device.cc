@@ -28,6 +28,16 @@ Status DeviceOptions::validate() const {
   if (max_write_bytes < 4096 || max_write_bytes > (uint64_t{1} << 31)) {
     return makeStatus(StatusCode::kInvalidArgument, "max_write_bytes {} is not in [4096, 2147483648]", max_write_bytes);
   }
+  if (send_budget_bytes_per_s > 0 && backend != "tcp") {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "send_budget_bytes_per_s {} with backend '{}': only the tcp backend keeps a send budget "
+                      "(RDMA adapters pace in hardware; use the port's rate limit there)",
+                      send_budget_bytes_per_s, backend);
+  }
+  if (send_budget_bytes_per_s > 0 && send_budget_bytes_per_s < 1024) {
+    return makeStatus(StatusCode::kInvalidArgument, "send_budget_bytes_per_s {} is below 1024 (0: unmetered)",
+                      send_budget_bytes_per_s);
+  }
   if (handshake_timeout.count() <= 0) {
     return makeStatus(StatusCode::kInvalidArgument, "handshake_timeout {} ms is not positive",
                       handshake_timeout.count());

@@ -25,6 +25,10 @@ struct DeviceOptions {
   bool payload_crc = false;                // tcp: CRC32C over every payload (headers always carry one)
   int socket_buffer_bytes = 0;             // tcp: SO_SNDBUF/SO_RCVBUF; 0 keeps kernel autotuning
   bool busy_poll = false;                  // progress engine spins instead of sleeping in epoll_wait
+  // tcp: the bandwidth manager's budget ([Poseidon 2015] section 4.3.3): every byte this device
+  // sends, over all its contexts and pairs, within this many bytes per second (headers included);
+  // 0: unmetered. Several processes on one host each keep their own: give each its share.
+  uint64_t send_budget_bytes_per_s = 0;
   // verbs: the source GID index every queue pair uses (perftest's -x); -1 lets rdma_cm pick the
   // GID of the netdev carrying `address` (RoCE v2 where the port has it).
   int gid_index = -1;

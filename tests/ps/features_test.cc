@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <future>
 #include <thread>
 
 #include "ps/checkpoint/checkpoint.h"
@@ -157,6 +158,109 @@ Status pullAll(ps::Client& client, Deadline deadline) {
   for (const auto& pull : pulls) POSEIDON_RETURN_IF_ERROR(client.wait(pull, deadline));
   return Status::ok();
 }
+
+// Two workers, one server, 4 KiB chunks and a push window of one chunk: every chunk but the first
+// a worker makes ready waits in the window, where priority reorders.
+ClusterSpec priorityCluster(bool priority) {
+  ClusterSpec spec;
+  spec.workers = 2;
+  spec.servers = 1;
+  spec.chunk_bytes = 4096;
+  spec.server.optimizer = parse("sgd:lr=0.05");
+  spec.client.push_window_bytes = spec.chunk_bytes;
+  spec.client.priority = priority;
+  return spec;
+}
+
+// Worker 0's initial model reaches the servers and every worker before anyone pushes.
+Status startFromWorker0(ps::Client& client, Deadline deadline) {
+  initialParameters(client.allParameters());
+  POSEIDON_RETURN_IF_ERROR(client.initialize(deadline));
+  return pullAll(client, deadline);
+}
+
+// Priority: with a window of one chunk, worker 0 pushes its layers in backward order (the last
+// first) while worker 1 holds back, so every chunk but the first waits in the window. Once worker 1
+// pushes, the acks release worker 0's held chunks: with priority the first layer's chunks overtake
+// the large fully-connected layer's, without it they go in the order they became ready.
+class PsPriority : public ::testing::TestWithParam<bool> {};
+
+TEST_P(PsPriority, TheLayerNearestTheInputOvertakesHeldChunksOnlyWithPriority) {
+  const bool priority = GetParam();
+  ClusterSpec spec = priorityCluster(priority);
+  std::promise<void> worker0_pushed;
+  std::shared_future<void> pushed = worker0_pushed.get_future().share();
+  Clock::time_point first_layer_done{}, fc_layer_done{};
+  spec.train = [&](ps::Client& client, int worker) -> Status {
+    const Deadline deadline = Deadline::after(std::chrono::seconds(30));
+    std::span<float> params = client.allParameters();
+    std::span<float> grads(client.gradients(0).data(), params.size());
+    POSEIDON_RETURN_IF_ERROR(startFromWorker0(client, deadline));
+    syntheticGradient(worker, 0, params, grads);
+    if (worker == 1) pushed.wait();
+    std::vector<transport::RequestPtr> pushes(client.layerCount());
+    for (size_t l = client.layerCount(); l-- > 0;) pushes[l] = client.push(l);
+    if (worker == 0) worker0_pushed.set_value();
+    for (const auto& push : pushes) POSEIDON_RETURN_IF_ERROR(client.wait(push, deadline));
+    if (worker == 0) {
+      first_layer_done = pushes[0]->completedAt();
+      fc_layer_done = pushes[2]->completedAt();  // fc1: 9 of the model's 15 chunks
+    }
+    POSEIDON_RETURN_IF_ERROR(pullAll(client, deadline));
+    return client.finish(deadline);
+  };
+  const ClusterRun run = runCluster(spec);
+  for (int w = 0; w < spec.workers; ++w) ASSERT_TRUE(run.worker_status[w].isOk()) << run.worker_status[w].toString();
+  if (priority) {
+    EXPECT_LT(first_layer_done, fc_layer_done) << "conv1 waited behind fc1 with priority on";
+  } else {
+    EXPECT_GT(first_layer_done, fc_layer_done) << "conv1 overtook fc1 with priority off";
+  }
+  // Either order aggregates the same sums: one SGD step from the initial parameters.
+  const std::vector<float> expected = referenceTraining(spec.server.optimizer, spec.workers, 1);
+  for (int w = 0; w < spec.workers; ++w) EXPECT_TRUE(sameBits(run.worker_params[w], expected)) << "worker " << w;
+}
+
+// Two workers that reorder differently: worker 0's window holds fc1's first chunk, worker 1's
+// conv1's, each waiting for the other's; the servers' announcements (ToWorker::kAwaited) send the
+// awaited chunk past the full window. Without them this times out.
+TEST(PsFeatures, WorkersWhosePriorityWindowsHoldWhatTheOtherWaitsForStillAggregate) {
+  ClusterSpec spec = priorityCluster(true);
+  spec.deadline = std::chrono::seconds(20);
+  std::promise<void> worker0_started;
+  std::shared_future<void> started = worker0_started.get_future().share();
+  spec.train = [&](ps::Client& client, int worker) -> Status {
+    const Deadline deadline = Deadline::after(std::chrono::seconds(10));
+    std::span<float> params = client.allParameters();
+    std::span<float> grads(client.gradients(0).data(), params.size());
+    POSEIDON_RETURN_IF_ERROR(startFromWorker0(client, deadline));
+    for (uint64_t clock = 0; clock < 3; ++clock) {
+      syntheticGradient(worker, clock, params, grads);
+      // Worker 0 starts with fc1, worker 1 with conv1 once worker 0's first chunk went out.
+      const std::vector<size_t> order = worker == 0 ? std::vector<size_t>{2, 3, 1, 0} : std::vector<size_t>{0, 1, 3, 2};
+      std::vector<transport::RequestPtr> requests;
+      for (size_t l : order) {
+        requests.push_back(client.push(l));
+        if (clock == 0 && l == order.front()) {
+          if (worker == 0) worker0_started.set_value();
+          if (worker == 1) started.wait();
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the first chunks go out
+        }
+      }
+      for (size_t l = 0; l < client.layerCount(); ++l) requests.push_back(client.pull(l));
+      for (const auto& request : requests) POSEIDON_RETURN_IF_ERROR(client.wait(request, deadline));
+    }
+    return client.finish(deadline);
+  };
+  const ClusterRun run = runCluster(spec);
+  for (int w = 0; w < spec.workers; ++w) ASSERT_TRUE(run.worker_status[w].isOk()) << run.worker_status[w].toString();
+  const std::vector<float> expected = referenceTraining(spec.server.optimizer, spec.workers, 3);
+  for (int w = 0; w < spec.workers; ++w) EXPECT_TRUE(sameBits(run.worker_params[w], expected)) << "worker " << w;
+}
+
+INSTANTIATE_TEST_SUITE_P(OnAndOff, PsPriority, ::testing::Bool(), [](const ::testing::TestParamInfo<bool>& param_info) {
+  return param_info.param ? "On" : "Off";
+});
 
 // "sum": the servers hand back each clock's rank-order sum of the workers' gradients, bit for bit
 // (the workers run the optimizer themselves; HybComm relies on it).

@@ -45,7 +45,9 @@ ClusterRun runCluster(const ClusterSpec& spec) {
   }
   for (int w = 0; w < spec.workers; ++w) {
     threads.emplace_back([&, w] {
-      auto client = ps::Client::start((*mesh)[w], **store, model, *layout, job, spec.server.consistency, deadline);
+      ps::ClientOptions options = spec.client;
+      options.consistency = spec.server.consistency;
+      auto client = ps::Client::start((*mesh)[w], **store, model, *layout, job, options, deadline);
       if (!client) {
         run.worker_status[static_cast<size_t>(w)] = client.status();
         return;

@@ -24,6 +24,7 @@ struct ClusterSpec {
   int servers = 1;
   uint64_t chunk_bytes = 4096;
   ps::ServerOptions server;
+  ps::ClientOptions client;  // every worker's; its consistency is taken from `server`
   transport::DeviceOptions device;
   std::string store_dir;  // empty: a fresh temporary directory
   std::chrono::seconds deadline{60};

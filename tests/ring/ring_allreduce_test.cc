@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -126,7 +127,10 @@ uint64_t piecesOf(uint64_t floats, uint64_t piece_floats) { return (floats + pie
 
 void expectTraffic(const Ring& ring, size_t layer, uint64_t floats, uint64_t calls, const RingOptions& options) {
   const int p = ring.size();
-  const uint64_t piece_floats = options.piece_bytes / sizeof(float);
+  // piece_bytes, or a quarter of the largest segment when that is smaller (not under 16 KiB).
+  const uint64_t largest = (floats + static_cast<uint64_t>(p) - 1) / static_cast<uint64_t>(p);
+  const uint64_t max_floats = options.piece_bytes / sizeof(float);
+  const uint64_t piece_floats = std::min(max_floats, std::max((largest + 3) / 4, std::min<uint64_t>(4096, max_floats)));
   for (int r = 0; r < p; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r) + ", layer " + std::to_string(layer) + ", " + std::to_string(floats) +
                  " floats");
@@ -241,6 +245,24 @@ TEST_P(RingSizes, PipelinesSeveralMiBThroughTwoStagingSlots) {
   expectTraffic(ring, 0, big, 2, options);
   expectTraffic(ring, 1, even, 2, options);
   EXPECT_GT(ring.ranks[0]->counters(0).credits_sent, 100 * options.staging_slots);
+}
+
+// Small layers under the default 1 MiB pieces: each segment still goes in at least four pieces
+// (at least 16 KiB each), so the steps overlap; a 1 MiB layer on 4 ranks sends 4 per step.
+TEST_P(RingSizes, SmallLayersUnderTheDefaultPieceAreCutIntoFourPiecesPerSegment) {
+  const int p = GetParam();
+  if (p == 1) GTEST_SKIP() << "one worker moves nothing";
+  const RingOptions options;  // piece_bytes 1 MiB
+  const std::vector<uint64_t> sizes{uint64_t{1} << 18, (uint64_t{1} << 20) + 7, 20000};  // 1 MiB, 4 MiB, 80 kB
+  std::vector<model::Layer> layers;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    layers.push_back(model::Layer::other("layer" + std::to_string(i), sizes[i]));
+  Ring ring = startRing(p, layers, options);
+  runRounds(ring, 2);
+  for (size_t l = 0; l < sizes.size(); ++l) expectTraffic(ring, l, sizes[l], 2, options);
+  if (p == 4) {
+    EXPECT_EQ(ring.ranks[0]->counters(0).sent_pieces, 2u * 6 * 4);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, RingSizes, ::testing::Values(1, 2, 3, 4, 5),

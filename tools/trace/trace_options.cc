@@ -66,6 +66,12 @@ void addTraceOptions(CLI::App& app, TraceCommandLine& c) {
                  "planned: probe (default: the Session times the link to worker 1 at start-up) or link (the scaled "
                  "rate and --latency-us through the cost model)")
       ->type_name("probe|link");
+  app.add_flag("--priority", c.priority,
+               "PS syncs send the chunks of the layers nearest the input first when several wait for the link");
+  app.add_option("--send-budget", c.send_budget,
+                 "The bandwidth manager: this process sends at most this rate on the wire (tc units, e.g. 50mbit; "
+                 "not scaled: it meters the real link). A host running a worker and a server gives each its share")
+      ->type_name("RATE");
   app.add_option("--iterations", c.iterations, "Measured iterations (default 10)")->type_name("N");
   app.add_option("--warmup", c.warmup, "Iterations before the measured ones (default 2)")->type_name("N");
   app.add_option("--out", c.out_dir, "Where worker-<rank>.json and iterations-worker<rank>.csv go (default: none)")
@@ -159,6 +165,14 @@ std::string checkTraceOptions(TraceCommandLine& c, const char* environment_secre
   if (!link) return fmt::format("--link {}", link.status().message());
   auto cap = parseRate(c.rate_cap);
   if (!cap) return fmt::format("--rate-cap {}", cap.status().message());
+  if (!c.send_budget.empty()) {
+    auto budget = parseRate(c.send_budget);
+    if (!budget) return fmt::format("--send-budget {}", budget.status().message());
+    c.send_budget_bytes_per_s = static_cast<uint64_t>(*budget / 8);
+    if (c.send_budget_bytes_per_s < 1024) {
+      return fmt::format("--send-budget '{}': expected at least 8.2kbit (1024 bytes per second)", c.send_budget);
+    }
+  }
   auto scale = trainer::trace::chooseLinkScale(*link, *cap);
   if (!scale) return scale.status().message();
   c.scale = *scale;
@@ -191,6 +205,10 @@ trainer::SessionOptions traceSessionOptions(const TraceCommandLine& c, const std
   options.hybcomm = c.hybcomm_options;
   options.merge = c.merge_options;
   options.chunk_bytes = trainer::trace::scaledChunkBytes(options.chunk_bytes, c.scale.factor);
+  // The push window is two chunks: scaled with them, so it holds back what it would at full size.
+  options.push_window_bytes = 2 * options.chunk_bytes;
+  options.priority = c.priority;
+  options.device.send_budget_bytes_per_s = c.send_budget_bytes_per_s;
   options.device.address = address;
   options.device.secret = c.secret;
   options.startup_timeout = std::chrono::seconds(c.timeout_s);

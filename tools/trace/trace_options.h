@@ -36,6 +36,8 @@ struct TraceCommandLine {
   std::string hybcomm = "closed";
   std::string merge = "off";         // MG-WFBP: off, planned, fixed:<groups>
   std::string merge_cost = "probe";  // planned: T(M) from a probe of the link, or from --latency-us and the rate
+  bool priority = false;             // SessionOptions::priority
+  std::string send_budget;           // this process's send budget on the wire, tc units; empty: none
   uint64_t iterations = 10;
   uint64_t warmup = 2;
   std::string out_dir;  // empty: no files
@@ -48,6 +50,7 @@ struct TraceCommandLine {
   TraceSchedule schedule = TraceSchedule::kWfbp;
   trainer::HybCommOptions hybcomm_options;
   trainer::MergeOptions merge_options;  // with the trace's backward times when planned
+  uint64_t send_budget_bytes_per_s = 0;
   trainer::trace::LinkScale scale;
   trainer::trace::TraceModel trace;
   std::string rate_source;

@@ -167,6 +167,8 @@ Status writeTraceOutputs(const TraceCommandLine& c, int rank, const std::vector<
   }
   json["bytes"] = bytes;
   json["merge"] = c.merge;
+  json["priority"] = c.priority;
+  json["send_budget_bytes_per_s"] = c.send_budget_bytes_per_s;
   json["merge_plan"] = plan ? nlohmann::json::parse(trainer::mergePlanJson(*plan)) : nlohmann::json();
   const std::string json_path = fmt::format("{}/worker-{}.json", c.out_dir, rank);
   std::ofstream json_file(json_path);

@@ -72,7 +72,13 @@ struct SessionOptions {
   // BSP (HybComm, the optimizer on the workers), or SSP(s) / async (every layer through the PS, the
   // optimizer on its servers). Every rank gives the same; the servers take worker 0's.
   ps::Consistency consistency;
-  uint64_t chunk_bytes = uint64_t{2} << 20;          // the PS's chunks
+  uint64_t chunk_bytes = uint64_t{2} << 20;  // the PS's chunks
+  // Syncs through the PS send the chunks of the layers nearest the input first when several wait
+  // for the link, a large layer overtaken between its chunks (ps::ClientOptions::priority).
+  bool priority = false;
+  // Pushed bytes per PS server awaiting acknowledgement (ps::ClientOptions::push_window_bytes): the
+  // credit priority reorders within; two chunks by default.
+  uint64_t push_window_bytes = uint64_t{4} << 20;
   transport::DeviceOptions device;                   // backend, listen address, job secret, streams
   std::chrono::milliseconds startup_timeout{60000};  // joining, start(), finish()
   std::chrono::milliseconds sync_timeout{60000};     // each layer's sync, from its report

@@ -39,7 +39,7 @@ struct TrainingSetup {
 Status publishTrainingSetup(JobConnection& job, const SessionOptions& options);
 Result<TrainingSetup> publishedTrainingSetup(JobConnection& job, Deadline deadline);
 
-// Every worker compares its consistency and optimizer with every other worker's.
+// Every worker compares its consistency, optimizer and priority with every other worker's.
 Status agreeOnTrainingSetup(JobConnection& job, const SessionOptions& options, Deadline deadline);
 
 // A worker's side under SSP / async: joins the PS context and starts the sync over `model`.

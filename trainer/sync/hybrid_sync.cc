@@ -147,9 +147,11 @@ Status HybridSyncImpl::setUp(transport::bootstrap::Store& store, Deadline deadli
   const model::Model ps_model = hybridPsModel(layers);
   auto layout = hybridLayout(ps_model, options_.ps_servers, options_.chunk_bytes);
   if (!layout) return layout.status();
-  auto client =
-      ps::Client::start(*contexts_.ps, store, ps_model, *layout,
-                        hybridPsJob(workers, options_.ps_servers, options_.name), ps::Consistency{}, deadline);
+  ps::ClientOptions client_options;  // BSP
+  client_options.priority = options_.priority;
+  client_options.push_window_bytes = options_.push_window_bytes;
+  auto client = ps::Client::start(*contexts_.ps, store, ps_model, *layout,
+                                  hybridPsJob(workers, options_.ps_servers, options_.name), client_options, deadline);
   if (!client) return client.status();
   // The protocol's first steps: worker 0 initialises the (unused) server memory, all see it.
   POSEIDON_RETURN_IF_ERROR((*client)->initialize(deadline));

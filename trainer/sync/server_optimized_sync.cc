@@ -78,9 +78,13 @@ Status ServerOptimizedSyncImpl::setUp(transport::Context& context, transport::bo
   const model::Model ps_model = hybridPsModel(replica_.model().layers());
   auto layout = hybridLayout(ps_model, options_.ps_servers, options_.chunk_bytes);
   if (!layout) return layout.status();
-  auto client = ps::Client::start(context, store, ps_model, *layout,
-                                  hybridPsJob(options_.workers, options_.ps_servers, options_.name),
-                                  options_.consistency, deadline);
+  ps::ClientOptions client_options;
+  client_options.consistency = options_.consistency;
+  client_options.priority = options_.priority;
+  client_options.push_window_bytes = options_.push_window_bytes;
+  auto client =
+      ps::Client::start(context, store, ps_model, *layout,
+                        hybridPsJob(options_.workers, options_.ps_servers, options_.name), client_options, deadline);
   if (!client) return client.status();
   client_ = std::move(*client);
   return Status::ok();

@@ -30,8 +30,10 @@ struct ServerOptimizedOptions {
   int workers = 1;     // P1: ranks 0.. of the PS context
   int ps_servers = 1;  // P2: ranks P1.. of the PS context
   uint64_t chunk_bytes = uint64_t{2} << 20;
-  ps::Consistency consistency;  // the servers' (the PS start-up agreement checks it)
-  std::string name = "hybrid";  // store keys of this job (the servers are named alike)
+  ps::Consistency consistency;                     // the servers' (the PS start-up agreement checks it)
+  bool priority = false;                           // ps::ClientOptions::priority
+  uint64_t push_window_bytes = uint64_t{4} << 20;  // ps::ClientOptions::push_window_bytes
+  std::string name = "hybrid";                     // store keys of this job (the servers are named alike)
 };
 
 class ServerOptimizedSync : public LayerSync {

@@ -14,7 +14,8 @@ TcpContext::TcpContext(std::shared_ptr<TcpDevice> device, int rank, int size, co
   pairs_.resize(static_cast<size_t>(size));
   for (int peer = 0; peer < size; ++peer) {
     if (peer != rank) {
-      pairs_[static_cast<size_t>(peer)] = std::make_unique<TcpPair>(*this, peer, device_->options(), device_->engine());
+      pairs_[static_cast<size_t>(peer)] =
+          std::make_unique<TcpPair>(*this, peer, device_->options(), device_->engine(), device_->sendBudget());
     }
   }
 }

@@ -28,6 +28,10 @@ Result<std::shared_ptr<TcpDevice>> TcpDevice::create(const DeviceOptions& option
   device->stop_event_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   try {
     device->engine_ = std::make_unique<ProgressEngine>(options.busy_poll);
+    if (options.send_budget_bytes_per_s > 0) {
+      device->send_budget_ = std::make_unique<SendBudget>(options.send_budget_bytes_per_s,
+                                                          SendBudget::defaultBurst(options.send_budget_bytes_per_s));
+    }
   } catch (const StatusError& e) {
     return e.status();
   }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "transport/common/send_budget.h"
 #include "transport/common/socket.h"
 #include "transport/device.h"
 #include "transport/tcp/progress_engine.h"
@@ -28,6 +29,7 @@ class TcpDevice final : public Device, public std::enable_shared_from_this<TcpDe
 
   const DeviceOptions& options() const { return options_; }
   ProgressEngine& engine() { return *engine_; }
+  SendBudget* sendBudget() { return send_budget_.get(); }  // nullptr: unmetered
   Status registerContext(TcpContext* context);
   void unregisterContext(TcpContext* context);
 
@@ -48,6 +50,7 @@ class TcpDevice final : public Device, public std::enable_shared_from_this<TcpDe
 
   DeviceOptions options_;
   std::unique_ptr<ProgressEngine> engine_;
+  std::unique_ptr<SendBudget> send_budget_;  // DeviceOptions::send_budget_bytes_per_s
   Fd listener_;
   Fd stop_event_;
   SocketAddress listen_address_;

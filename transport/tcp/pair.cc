@@ -15,14 +15,16 @@ namespace {
 constexpr uint64_t kMaxWritesInFlight = 1u << 20;
 }  // namespace
 
-TcpPair::TcpPair(TcpContext& context, int peer_rank, const DeviceOptions& options, ProgressEngine& engine)
-    : PairBase(peer_rank), context_(context), options_(options), engine_(engine) {
+TcpPair::TcpPair(TcpContext& context, int peer_rank, const DeviceOptions& options, ProgressEngine& engine,
+                 SendBudget* budget)
+    : PairBase(peer_rank), context_(context), options_(options), engine_(engine), budget_(budget) {
   streams_.resize(static_cast<size_t>(options.streams));
 }
 
 TcpPair::~TcpPair() {
   // Stop the engine from calling into our streams before anything is torn down.
   for (auto& stream : streams_) {
+    if (stream) engine_.cancelWake(stream.get());
     if (stream && active_) engine_.remove(stream->fd());
   }
   fail(makeStatus(StatusCode::kConnectionError, "context '{}' was closed", context_.name()));
@@ -309,7 +311,10 @@ void TcpPair::fail(Status cause) {
     if (!markFailedLocked(cause)) return;
     for (auto& stream : streams_) {
       if (!stream) continue;
-      if (active_ && engine_.inEngineThread()) engine_.remove(stream->fd());
+      if (active_ && engine_.inEngineThread()) {
+        engine_.cancelWake(stream.get());
+        engine_.remove(stream->fd());
+      }
       stream->shutdownSocket();
       for (auto& frame : stream->takeQueueLocked()) {
         if (frame.op && frame.op->frames_left > 0) {

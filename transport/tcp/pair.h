@@ -17,6 +17,7 @@
 #include "transport/common/pair_argument_checks.h"
 #include "transport/common/pair_base.h"
 #include "transport/common/rendezvous.h"
+#include "transport/common/send_budget.h"
 #include "transport/device.h"
 #include "transport/tcp/stream.h"
 
@@ -27,7 +28,8 @@ class TcpMemoryRegion;
 
 class TcpPair final : public PairBase {
  public:
-  TcpPair(TcpContext& context, int peer_rank, const DeviceOptions& options, ProgressEngine& engine);
+  // `budget`: the device's send budget every stream draws from; nullptr: unmetered.
+  TcpPair(TcpContext& context, int peer_rank, const DeviceOptions& options, ProgressEngine& engine, SendBudget* budget);
   ~TcpPair() override;
 
   // Set-up (before activate): streams arrive from connect() or the device's acceptor.
@@ -54,6 +56,7 @@ class TcpPair final : public PairBase {
 
   std::mutex& mutex() { return mutex_; }
   ProgressEngine& engine() { return engine_; }
+  SendBudget* sendBudget() const { return budget_; }
 
  private:
   struct PostedRecv {
@@ -83,6 +86,7 @@ class TcpPair final : public PairBase {
   TcpContext& context_;
   const DeviceOptions options_;
   ProgressEngine& engine_;
+  SendBudget* const budget_;
   const PairArgumentChecks checks_{BackendTag::kTcp};
 
   std::vector<std::unique_ptr<Stream>> streams_;

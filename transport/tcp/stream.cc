@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "transport/common/send_budget.h"
 #include "transport/tcp/pair.h"
 #include "transport/wire/crc32c.h"
 
@@ -17,6 +18,20 @@ constexpr size_t kLargePayload = 16 * 1024;
 constexpr int kMaxIov = 256;
 // Bytes one readable event may consume before other sockets get their turn.
 constexpr size_t kReadBudget = 8u << 20;
+// A stream out of send budget sleeps until this much (or all it has queued) is available again.
+constexpr uint64_t kBudgetWakeBytes = 16u << 10;
+
+// Cuts iov[0, count) to its first `limit` bytes; returns the new count.
+int truncateIov(iovec* iov, int count, uint64_t limit) {
+  for (int i = 0; i < count; ++i) {
+    if (iov[i].iov_len >= limit) {
+      iov[i].iov_len = limit;
+      return limit == 0 ? i : i + 1;
+    }
+    limit -= iov[i].iov_len;
+  }
+  return count;
+}
 }  // namespace
 
 Stream::Stream(TcpPair& pair, int index, Fd fd, std::string peer_address, const wire::DecodeLimits& limits)
@@ -62,10 +77,25 @@ void Stream::flushLocked(Completions& done) {
         skip = 0;
       }
     }
+    uint64_t granted = 0;
+    if (SendBudget* budget = pair_.sendBudget()) {
+      uint64_t total = 0;
+      for (int i = 0; i < count; ++i) total += iov[i].iov_len;
+      granted = budget->take(total, kBudgetWakeBytes);
+      if (granted == 0) {
+        // Not EPOLLOUT: the socket has room, the budget has not. The engine calls back.
+        pair_.engine().wakeAfter(this, budget->timeUntil(std::min(total, kBudgetWakeBytes)));
+        break;
+      }
+      count = truncateIov(iov, count, granted);
+    }
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<size_t>(count);
     const ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (granted > static_cast<uint64_t>(std::max<ssize_t>(n, 0))) {
+      pair_.sendBudget()->giveBack(granted - static_cast<uint64_t>(std::max<ssize_t>(n, 0)));
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {

@@ -43,6 +43,7 @@ struct Case {
   trainer::HybCommOptions hybcomm;
   const char* merge = "off";  // MergeOptions' text (merge_options.h)
   bool two_convs = false;     // tinyCnnTwoConvs instead of tinyCnn
+  bool priority = false;      // SessionOptions::priority, with a window of one chunk
 };
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
@@ -62,6 +63,8 @@ trainer::SessionOptions sessionOptions(const Case& c) {
   options.hybcomm = c.hybcomm;
   options.merge = mergeOptions(c);
   options.chunk_bytes = 64 << 10;
+  options.priority = c.priority;
+  if (c.priority) options.push_window_bytes = options.chunk_bytes;  // the others' chunks wait: reordered
   options.sync_timeout = std::chrono::seconds(60);
   return options;
 }
@@ -291,7 +294,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // MG-WFBP: positions from the output (0 fc2, 1 fc1, 2 conv2, 3 conv1), the
                       // two convolutions one message; on the ring their segments are the unit's.
                       Case{"ps_merged", fixed(scheme::Scheme::kPs), "fixed:0,1,2-3", true},
-                      Case{"ring_merged", fixed(scheme::Scheme::kRing), "fixed:0,1,2-3", true}),
+                      Case{"ring_merged", fixed(scheme::Scheme::kRing), "fixed:0,1,2-3", true},
+                      // Priority reorders the PS's pushes; the sums, and so the bits, stay.
+                      Case{"ps_priority", fixed(scheme::Scheme::kPs), "off", true, true}),
     [](const ::testing::TestParamInfo<Case>& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

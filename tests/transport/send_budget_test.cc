@@ -1,0 +1,80 @@
+// The bandwidth manager's meter: the token bucket's arithmetic on a clock the test drives, and a
+// TCP device that keeps its budget. Only lower bounds on time are asserted (a loaded machine is
+// slower, never faster), so the test cannot fail from noise.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "tests/support/mesh.h"
+#include "transport/common/send_budget.h"
+#include "transport/device.h"
+
+namespace poseidon::transport {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(SendBudget, StartsFullAccruesAtTheRateAndNeverHoldsMoreThanTheBurst) {
+  const Clock::time_point t0 = Clock::now();
+  SendBudget budget(1'000'000, 50'000, t0);  // 1 MB/s, 50 kB burst
+  EXPECT_EQ(budget.take(80'000, 1, t0), 50'000u);
+  EXPECT_EQ(budget.take(1, 1, t0), 0u);
+  EXPECT_EQ(budget.timeUntil(10'000, t0), std::chrono::nanoseconds(10'000'000));
+  EXPECT_EQ(budget.take(20'000, 1, t0 + milliseconds(10)), 10'000u);
+  budget.giveBack(4'000);  // granted, not sent
+  EXPECT_EQ(budget.take(100'000, 1, t0 + milliseconds(10)), 4'000u);
+  // An idle second refills only up to the burst.
+  EXPECT_EQ(budget.take(2'000'000, 1, t0 + milliseconds(1010)), 50'000u);
+  // A sender that wants at least 10 kB gets nothing while 5 kB are there, then all there is.
+  EXPECT_EQ(budget.take(30'000, 10'000, t0 + milliseconds(1015)), 0u);
+  EXPECT_EQ(budget.take(30'000, 10'000, t0 + milliseconds(1022)), 12'000u);
+  // Asking for more than the burst waits for the burst, not forever.
+  EXPECT_EQ(budget.timeUntil(1'000'000, t0 + milliseconds(1022)), std::chrono::nanoseconds(50'000'000));
+}
+
+TEST(SendBudget, DefaultBurstIsFiveMillisecondsOfTheRateAndAtLeast64KiB) {
+  EXPECT_EQ(SendBudget::defaultBurst(1'000'000), 65536u);
+  EXPECT_EQ(SendBudget::defaultBurst(1'250'000'000), 6'250'000u);
+}
+
+TEST(SendBudget, OnlyTcpKeepsABudgetAndATinyOneIsRefusedNamingIt) {
+  DeviceOptions options;
+  options.send_budget_bytes_per_s = 512;
+  Status st = options.validate();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("send_budget_bytes_per_s 512"), std::string::npos) << st.message();
+  options.send_budget_bytes_per_s = 1'000'000;
+  EXPECT_TRUE(options.validate().isOk());
+  options.backend = "verbs";
+  st = options.validate();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("only the tcp backend"), std::string::npos) << st.message();
+}
+
+// 3 MiB written at 6 MB/s cannot land in less than (3 MiB - burst) / rate, about 0.51 s; unmetered
+// loopback moves it in milliseconds. Both directions meter alike; the bytes arrive intact.
+TEST(SendBudget, ATcpDeviceSendsNoFasterThanItsBudget) {
+  constexpr uint64_t kRate = 6'000'000;
+  constexpr size_t kBytes = size_t{3} << 20;
+  DeviceOptions options;
+  options.send_budget_bytes_per_s = kRate;
+  options.stripe_bytes = 256 << 10;
+  auto mesh = testing::makeMesh(2, options, "budget");
+  ASSERT_TRUE(mesh.isOk()) << mesh.status().toString();
+  testing::Mesh& m = *mesh;
+  testing::Buffer source = testing::makeBuffer(m[0], kBytes, 3);
+  testing::Buffer target = testing::makeBuffer(m[1], kBytes, 0);
+  auto landed = m[1].pair(0).recvImm();
+  const Clock::time_point start = Clock::now();
+  auto write = m[0].pair(1).write(*source.region, 0, target.region->remote(), 0, kBytes, 42);
+  ASSERT_TRUE(write->wait(Deadline::after(std::chrono::seconds(30))).isOk()) << write->status().toString();
+  ASSERT_TRUE(landed->wait(Deadline::after(std::chrono::seconds(30))).isOk()) << landed->status().toString();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double least = static_cast<double>(kBytes - SendBudget::defaultBurst(kRate)) / kRate;
+  EXPECT_GE(seconds, least) << "3 MiB at a budget of 6 MB/s";
+  EXPECT_EQ(landed->imm(), 42u);
+  EXPECT_EQ(testing::firstMismatch(target.bytes.data(), kBytes, 3), -1);
+}
+
+}  // namespace
+}  // namespace poseidon::transport
