@@ -34,6 +34,11 @@ Status DeviceOptions::validate() const {
                       "(RDMA adapters pace in hardware; use the port's rate limit there)",
                       send_budget_bytes_per_s, backend);
   }
+  if (!send_budget_share.empty() && send_budget_bytes_per_s == 0) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "send_budget_share '{}' without send_budget_bytes_per_s: a share of no budget",
+                      send_budget_share);
+  }
   if (send_budget_bytes_per_s > 0 && send_budget_bytes_per_s < 1024) {
     return makeStatus(StatusCode::kInvalidArgument, "send_budget_bytes_per_s {} is below 1024 (0: unmetered)",
                       send_budget_bytes_per_s);

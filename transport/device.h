@@ -27,8 +27,12 @@ struct DeviceOptions {
   bool busy_poll = false;                  // progress engine spins instead of sleeping in epoll_wait
   // tcp: the bandwidth manager's budget ([Poseidon 2015] section 4.3.3): every byte this device
   // sends, over all its contexts and pairs, within this many bytes per second (headers included);
-  // 0: unmetered. Several processes on one host each keep their own: give each its share.
+  // 0: unmetered. Alone, each process keeps its own.
   uint64_t send_budget_bytes_per_s = 0;
+  // tcp: the devices of every process on this host giving the same name (and budget) draw from
+  // one budget (a shared-memory word, transport/common/send_budget.h): a worker and its colocated
+  // server share the host's. Empty: this device's own.
+  std::string send_budget_share;
   // verbs: the source GID index every queue pair uses (perftest's -x); -1 lets rdma_cm pick the
   // GID of the netdev carrying `address` (RoCE v2 where the port has it).
   int gid_index = -1;

@@ -3,7 +3,10 @@
 // slower, never faster), so the test cannot fail from noise.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <string>
 
 #include "tests/support/mesh.h"
 #include "transport/common/send_budget.h"
@@ -30,6 +33,35 @@ TEST(SendBudget, StartsFullAccruesAtTheRateAndNeverHoldsMoreThanTheBurst) {
   EXPECT_EQ(budget.take(30'000, 10'000, t0 + milliseconds(1022)), 12'000u);
   // Asking for more than the burst waits for the burst, not forever.
   EXPECT_EQ(budget.timeUntil(1'000'000, t0 + milliseconds(1022)), std::chrono::nanoseconds(50'000'000));
+}
+
+// Two budgets opened under one name draw from one bucket (as a worker's and its colocated server's
+// devices do, across processes: the word lives in shared memory); the last one out removes it.
+TEST(SendBudget, BudgetsSharingANameDrawFromOneBucket) {
+  const std::string name = "test-" + std::to_string(::getpid());
+  const std::string path = "/dev/shm/poseidon-budget-" + name;
+  {
+    auto first = SendBudget::shared(name, 1'000'000, 50'000);
+    ASSERT_TRUE(first.isOk()) << first.status().toString();
+    auto second = SendBudget::shared(name, 1'000'000, 50'000);
+    ASSERT_TRUE(second.isOk()) << second.status().toString();
+    const Clock::time_point now = Clock::now();
+    EXPECT_EQ((*first)->take(30'000, 1, now), 30'000u);
+    EXPECT_LE((*second)->take(50'000, 1, now), 20'100u);  // what the first left, and 100 us of accrual
+    // Another rate under the same name is refused, naming both.
+    auto other = SendBudget::shared(name, 2'000'000, 50'000);
+    ASSERT_FALSE(other.isOk());
+    EXPECT_NE(other.status().message().find("2000000"), std::string::npos) << other.status().toString();
+    EXPECT_NE(other.status().message().find("1000000"), std::string::npos) << other.status().toString();
+    EXPECT_EQ(::access(path.c_str(), F_OK), 0);
+  }
+  EXPECT_NE(::access(path.c_str(), F_OK), 0) << path << " outlived its last user";
+  auto bad = SendBudget::shared("../etc", 1'000'000, 50'000);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("'../etc'"), std::string::npos) << bad.status().toString();
+  DeviceOptions options;
+  options.send_budget_share = name;
+  EXPECT_NE(options.validate().message().find("without send_budget_bytes_per_s"), std::string::npos);
 }
 
 TEST(SendBudget, DefaultBurstIsFiveMillisecondsOfTheRateAndAtLeast64KiB) {

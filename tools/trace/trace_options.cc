@@ -70,8 +70,12 @@ void addTraceOptions(CLI::App& app, TraceCommandLine& c) {
                "PS syncs send the chunks of the layers nearest the input first when several wait for the link");
   app.add_option("--send-budget", c.send_budget,
                  "The bandwidth manager: this process sends at most this rate on the wire (tc units, e.g. 50mbit; "
-                 "not scaled: it meters the real link). A host running a worker and a server gives each its share")
+                 "not scaled: it meters the real link); with --send-budget-share, the budget of every process on "
+                 "this host giving that name")
       ->type_name("RATE");
+  app.add_option("--send-budget-share", c.send_budget_share,
+                 "Processes on one host giving this name (and the same --send-budget) draw from one budget")
+      ->type_name("NAME");
   app.add_option("--iterations", c.iterations, "Measured iterations (default 10)")->type_name("N");
   app.add_option("--warmup", c.warmup, "Iterations before the measured ones (default 2)")->type_name("N");
   app.add_option("--out", c.out_dir, "Where worker-<rank>.json and iterations-worker<rank>.csv go (default: none)")
@@ -173,6 +177,9 @@ std::string checkTraceOptions(TraceCommandLine& c, const char* environment_secre
       return fmt::format("--send-budget '{}': expected at least 8.2kbit (1024 bytes per second)", c.send_budget);
     }
   }
+  if (!c.send_budget_share.empty() && c.send_budget.empty()) {
+    return fmt::format("--send-budget-share '{}' needs --send-budget", c.send_budget_share);
+  }
   auto scale = trainer::trace::chooseLinkScale(*link, *cap);
   if (!scale) return scale.status().message();
   c.scale = *scale;
@@ -209,6 +216,7 @@ trainer::SessionOptions traceSessionOptions(const TraceCommandLine& c, const std
   options.push_window_bytes = 2 * options.chunk_bytes;
   options.priority = c.priority;
   options.device.send_budget_bytes_per_s = c.send_budget_bytes_per_s;
+  options.device.send_budget_share = c.send_budget_share;
   options.device.address = address;
   options.device.secret = c.secret;
   options.startup_timeout = std::chrono::seconds(c.timeout_s);

@@ -38,6 +38,7 @@ struct TraceCommandLine {
   std::string merge_cost = "probe";  // planned: T(M) from a probe of the link, or from --latency-us and the rate
   bool priority = false;             // SessionOptions::priority
   std::string send_budget;           // this process's send budget on the wire, tc units; empty: none
+  std::string send_budget_share;     // DeviceOptions::send_budget_share
   uint64_t iterations = 10;
   uint64_t warmup = 2;
   std::string out_dir;  // empty: no files
