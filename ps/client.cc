@@ -514,8 +514,11 @@ Status ClientImpl::handle(int server, const Imm& imm) {
       chunk.awaited = chunk.pushes;
       if (!chunk.queued) return Status::ok();  // not ready yet, or awaiting the previous ack
       auto& held = held_[static_cast<size_t>(server)];
-      held.erase(std::find_if(held.begin(), held.end(), [c](const HeldChunk& h) { return h.second == c; }));
-      std::make_heap(held.begin(), held.end(), std::greater<>());
+      const auto entry = std::find_if(held.begin(), held.end(), [c](const HeldChunk& h) { return h.second == c; });
+      if (entry != held.end()) {  // always, while queued; the check keeps a broken invariant from corrupting the heap
+        held.erase(entry);
+        std::make_heap(held.begin(), held.end(), std::greater<>());
+      }
       chunk.queued = false;
       queuePushLocked(c);
       return Status::ok();
