@@ -90,8 +90,8 @@ class ClientImpl final : public Client {
         job_(job),
         consistency_(options.consistency),
         worker_(context.rank()),
-        push_window_bytes_(options.push_window_bytes),
-        priority_(options.priority) {}
+        push_window_bytes_(options.push.window_bytes),
+        priority_(options.push.priority) {}
 
   ~ClientImpl() override {
     stopping_.store(true);
@@ -237,8 +237,7 @@ Status ClientImpl::setUp(transport::bootstrap::Store& store, const model::Model&
   for (ChunkTrack& chunk : chunks_) chunk.pushes = chunk.version = start_clock_;
   unacked_bytes_.assign(static_cast<size_t>(job_.servers), 0);
   held_.resize(static_cast<size_t>(job_.servers));
-  for (const ChunkTrack& chunk : chunks_) held_[static_cast<size_t>(chunk.server)].emplace_back();
-  for (auto& held : held_) held.clear();  // the room stays: one entry per chunk of the server
+  for (const Shard& shard : shards) held_[static_cast<size_t>(shard.server)].reserve(shard.chunks.size());
   for (LayerTrack& layer : layers_) layer.clock = start_clock_;
   for (int server = 0; server < job_.servers; ++server) {
     threads_.emplace_back([this, server] { serverLoop(server); });

@@ -24,6 +24,7 @@
 #include "ps/chunk_layout.h"
 #include "ps/consistency.h"
 #include "ps/job.h"
+#include "ps/push_schedule.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
 #include "transport/request.h"
@@ -32,18 +33,7 @@ namespace poseidon::ps {
 
 struct ClientOptions {
   Consistency consistency;  // must match the servers'
-  // Pushed bytes per server that may await acknowledgement (at least one chunk always goes):
-  // acks then pace a fast worker to the aggregation instead of letting it fill the server's
-  // link ahead of the slowest one. 4 MiB measured best at 1 Gbit/s with 2 MiB chunks.
-  uint64_t push_window_bytes = uint64_t{4} << 20;
-  // Which held-back chunk goes first when the window opens: false, the one that became ready
-  // first; true, the one nearest the model's input (lowest chunk index), so that a layer the next
-  // forward pass needs soon overtakes a large gradient between its chunks (ByteScheduler's
-  // priority with the window as its credit). Every worker of a job sets it alike: under BSP a
-  // reordering worker has the servers announce the chunks others pushed first (ToWorker::kAwaited)
-  // and sends those past its window, so two workers whose windows each hold what the other has not
-  // sent never wait on each other; a worker without it would.
-  bool priority = false;
+  PushSchedule push;
 };
 
 class Client {

@@ -28,7 +28,7 @@ enum class ToServer : uint8_t {
   kInit = 2,        // worker 0 wrote the initial parameters of `chunk`
   kCheckpoint = 3,  // checkpoint at clock value (widened)
   kBye = 4,         // this worker is done; its connection may close
-  kAnnounce = 5,    // this worker reorders its pushes (ClientOptions::priority): send it kAwaited
+  kAnnounce = 5,    // this worker reorders its pushes (PushSchedule::priority): send it kAwaited
 };
 
 // Server -> worker.

@@ -448,7 +448,7 @@ void ServerImpl::onCheckpointRequest(uint32_t low) {
 }
 
 void ServerImpl::onAnnounce(int worker) {
-  announce_[static_cast<size_t>(worker)].store(true);
+  if (announce_[static_cast<size_t>(worker)].exchange(true)) return;  // once is enough; a peer may repeat it
   // Pushes that arrived before: onPush, under the same chunk lock, announces those that follow.
   for (uint32_t index = 0; index < chunks_.size(); ++index) {
     std::lock_guard lock(chunks_[index].mutex);

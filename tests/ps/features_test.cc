@@ -167,8 +167,7 @@ ClusterSpec priorityCluster(bool priority) {
   spec.servers = 1;
   spec.chunk_bytes = 4096;
   spec.server.optimizer = parse("sgd:lr=0.05");
-  spec.client.push_window_bytes = spec.chunk_bytes;
-  spec.client.priority = priority;
+  spec.client.push = {spec.chunk_bytes, priority};
   return spec;
 }
 
@@ -221,14 +220,14 @@ TEST_P(PsPriority, TheLayerNearestTheInputOvertakesHeldChunksOnlyWithPriority) {
   for (int w = 0; w < spec.workers; ++w) EXPECT_TRUE(sameBits(run.worker_params[w], expected)) << "worker " << w;
 }
 
-// Two workers that reorder differently: worker 0's window holds fc1's first chunk, worker 1's
-// conv1's, each waiting for the other's; the servers' announcements (ToWorker::kAwaited) send the
-// awaited chunk past the full window. Without them this times out.
+// Two workers that push in other orders: each one's first push goes out at once (its window is
+// empty), so worker 0's window holds fc1's first chunk and worker 1's conv1's, whatever the timing,
+// and every chunk after waits behind them; each ack needs the other's held chunk. The servers'
+// announcements (ToWorker::kAwaited) send the awaited chunk past the full window. Without them
+// this times out.
 TEST(PsFeatures, WorkersWhosePriorityWindowsHoldWhatTheOtherWaitsForStillAggregate) {
   ClusterSpec spec = priorityCluster(true);
   spec.deadline = std::chrono::seconds(20);
-  std::promise<void> worker0_started;
-  std::shared_future<void> started = worker0_started.get_future().share();
   spec.train = [&](ps::Client& client, int worker) -> Status {
     const Deadline deadline = Deadline::after(std::chrono::seconds(10));
     std::span<float> params = client.allParameters();
@@ -236,17 +235,9 @@ TEST(PsFeatures, WorkersWhosePriorityWindowsHoldWhatTheOtherWaitsForStillAggrega
     POSEIDON_RETURN_IF_ERROR(startFromWorker0(client, deadline));
     for (uint64_t clock = 0; clock < 3; ++clock) {
       syntheticGradient(worker, clock, params, grads);
-      // Worker 0 starts with fc1, worker 1 with conv1 once worker 0's first chunk went out.
       const std::vector<size_t> order = worker == 0 ? std::vector<size_t>{2, 3, 1, 0} : std::vector<size_t>{0, 1, 3, 2};
       std::vector<transport::RequestPtr> requests;
-      for (size_t l : order) {
-        requests.push_back(client.push(l));
-        if (clock == 0 && l == order.front()) {
-          if (worker == 0) worker0_started.set_value();
-          if (worker == 1) started.wait();
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the first chunks go out
-        }
-      }
+      for (size_t l : order) requests.push_back(client.push(l));
       for (size_t l = 0; l < client.layerCount(); ++l) requests.push_back(client.pull(l));
       for (const auto& request : requests) POSEIDON_RETURN_IF_ERROR(client.wait(request, deadline));
     }

@@ -213,8 +213,8 @@ trainer::SessionOptions traceSessionOptions(const TraceCommandLine& c, const std
   options.merge = c.merge_options;
   options.chunk_bytes = trainer::trace::scaledChunkBytes(options.chunk_bytes, c.scale.factor);
   // The push window is two chunks: scaled with them, so it holds back what it would at full size.
-  options.push_window_bytes = 2 * options.chunk_bytes;
-  options.priority = c.priority;
+  options.push.window_bytes = 2 * options.chunk_bytes;
+  options.push.priority = c.priority;
   options.device.send_budget_bytes_per_s = c.send_budget_bytes_per_s;
   options.device.send_budget_share = c.send_budget_share;
   options.device.address = address;

@@ -30,8 +30,7 @@ HybridOptions hybridOptions(const SessionOptions& options) {
   hybrid.ps_servers = options.layout.ps_servers;
   hybrid.adam_servers = std::max(1, options.layout.adam_servers);
   hybrid.chunk_bytes = options.chunk_bytes;
-  hybrid.priority = options.priority;
-  hybrid.push_window_bytes = options.push_window_bytes;
+  hybrid.push = options.push;
   hybrid.optimizer = options.optimizer;
   hybrid.hybcomm = options.hybcomm;
   hybrid.name = options.job;

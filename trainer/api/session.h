@@ -51,6 +51,7 @@
 #include "kernels/optimizer_config.h"
 #include "model/model.h"
 #include "ps/consistency.h"
+#include "ps/push_schedule.h"
 #include "trainer/api/job_layout.h"
 #include "trainer/api/layer_registration.h"
 #include "trainer/hybcomm/hybcomm.h"
@@ -73,12 +74,10 @@ struct SessionOptions {
   // optimizer on its servers). Every rank gives the same; the servers take worker 0's.
   ps::Consistency consistency;
   uint64_t chunk_bytes = uint64_t{2} << 20;  // the PS's chunks
-  // Syncs through the PS send the chunks of the layers nearest the input first when several wait
-  // for the link, a large layer overtaken between its chunks (ps::ClientOptions::priority).
-  bool priority = false;
-  // Pushed bytes per PS server awaiting acknowledgement (ps::ClientOptions::push_window_bytes): the
-  // credit priority reorders within; two chunks by default.
-  uint64_t push_window_bytes = uint64_t{4} << 20;
+  // How syncs through the PS pace their pushes (a window per server) and order what the window holds
+  // back (push.priority: the layers nearest the input first, a large layer overtaken between its
+  // chunks); ps::PushSchedule. Every worker gives the same priority.
+  ps::PushSchedule push;
   transport::DeviceOptions device;                   // backend, listen address, job secret, streams
   std::chrono::milliseconds startup_timeout{60000};  // joining, start(), finish()
   std::chrono::milliseconds sync_timeout{60000};     // each layer's sync, from its report

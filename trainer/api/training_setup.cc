@@ -138,8 +138,8 @@ Status agreeOnTrainingSetup(JobConnection& job, const SessionOptions& options, D
   model::Fingerprint items;
   items.add("session.consistency", options.consistency.canonical());
   items.add("session.optimizer", options.optimizer.canonical());
-  // ps::ClientOptions::priority: every worker reorders, or none does.
-  items.add("session.priority", options.priority ? "on" : "off");
+  // ps::PushSchedule::priority: every worker reorders, or none does.
+  items.add("session.push.priority", options.push.priority ? "on" : "off");
   scheme::AgreementGroup workers{"session/start", {}, [](int r) { return fmt::format("worker {} (rank {})", r, r); }};
   for (int w = 0; w < options.layout.workers; ++w) workers.ranks.push_back(w);
   return scheme::agreeOnStart(job.view(), workers, job.rank(), items, deadline);
@@ -154,8 +154,7 @@ Result<std::unique_ptr<ServerOptimizedSync>> startServerOptimizedSync(JobConnect
   sync.workers = options.layout.workers;
   sync.ps_servers = options.layout.ps_servers;
   sync.chunk_bytes = options.chunk_bytes;
-  sync.priority = options.priority;
-  sync.push_window_bytes = options.push_window_bytes;
+  sync.push = options.push;
   sync.consistency = options.consistency;
   sync.name = options.job;  // the name HybridSync gives its PS job too: the servers need not know which
   return ServerOptimizedSync::start(**context, job.store(), model, sync, deadline);

@@ -148,8 +148,7 @@ Status HybridSyncImpl::setUp(transport::bootstrap::Store& store, Deadline deadli
   auto layout = hybridLayout(ps_model, options_.ps_servers, options_.chunk_bytes);
   if (!layout) return layout.status();
   ps::ClientOptions client_options;  // BSP
-  client_options.priority = options_.priority;
-  client_options.push_window_bytes = options_.push_window_bytes;
+  client_options.push = options_.push;
   auto client = ps::Client::start(*contexts_.ps, store, ps_model, *layout,
                                   hybridPsJob(workers, options_.ps_servers, options_.name), client_options, deadline);
   if (!client) return client.status();

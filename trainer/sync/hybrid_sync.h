@@ -30,6 +30,7 @@
 
 #include "kernels/optimizer_config.h"
 #include "model/model.h"
+#include "ps/push_schedule.h"
 #include "trainer/hybcomm/hybcomm.h"
 #include "trainer/sync/layer_sync.h"
 #include "transport/bootstrap/store.h"
@@ -46,13 +47,12 @@ struct HybridContexts {
 };
 
 struct HybridOptions {
-  int workers = 1;                                 // P1
-  int ps_servers = 1;                              // P2 (ranks P1.. of the PS context)
-  int adam_servers = 1;                            // ranks P1.. of the Adam context
-  uint64_t chunk_bytes = uint64_t{2} << 20;        // the PS's chunks (each layer starts a fresh one)
-  bool priority = false;                           // ps::ClientOptions::priority for the PS layers
-  uint64_t push_window_bytes = uint64_t{4} << 20;  // ps::ClientOptions::push_window_bytes
-  kernels::OptimizerConfig optimizer;              // run by every worker; grad_scale is set to 1/P1 (the mean)
+  int workers = 1;                           // P1
+  int ps_servers = 1;                        // P2 (ranks P1.. of the PS context)
+  int adam_servers = 1;                      // ranks P1.. of the Adam context
+  uint64_t chunk_bytes = uint64_t{2} << 20;  // the PS's chunks (each layer starts a fresh one)
+  ps::PushSchedule push;                     // the PS client's, for the layers HybComm sends there
+  kernels::OptimizerConfig optimizer;        // run by every worker; grad_scale is set to 1/P1 (the mean)
   HybCommOptions hybcomm;
   std::string name = "hybrid";  // store keys of this job
   // Every this many iterations the workers compare a hash of every layer's replica through the

@@ -80,8 +80,7 @@ Status ServerOptimizedSyncImpl::setUp(transport::Context& context, transport::bo
   if (!layout) return layout.status();
   ps::ClientOptions client_options;
   client_options.consistency = options_.consistency;
-  client_options.priority = options_.priority;
-  client_options.push_window_bytes = options_.push_window_bytes;
+  client_options.push = options_.push;
   auto client =
       ps::Client::start(context, store, ps_model, *layout,
                         hybridPsJob(options_.workers, options_.ps_servers, options_.name), client_options, deadline);

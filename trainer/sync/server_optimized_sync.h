@@ -20,6 +20,7 @@
 
 #include "model/model.h"
 #include "ps/consistency.h"
+#include "ps/push_schedule.h"
 #include "trainer/sync/layer_sync.h"
 #include "transport/bootstrap/store.h"
 #include "transport/context.h"
@@ -30,10 +31,9 @@ struct ServerOptimizedOptions {
   int workers = 1;     // P1: ranks 0.. of the PS context
   int ps_servers = 1;  // P2: ranks P1.. of the PS context
   uint64_t chunk_bytes = uint64_t{2} << 20;
-  ps::Consistency consistency;                     // the servers' (the PS start-up agreement checks it)
-  bool priority = false;                           // ps::ClientOptions::priority
-  uint64_t push_window_bytes = uint64_t{4} << 20;  // ps::ClientOptions::push_window_bytes
-  std::string name = "hybrid";                     // store keys of this job (the servers are named alike)
+  ps::Consistency consistency;  // the servers' (the PS start-up agreement checks it)
+  ps::PushSchedule push;        // the PS client's
+  std::string name = "hybrid";  // store keys of this job (the servers are named alike)
 };
 
 class ServerOptimizedSync : public LayerSync {

@@ -43,7 +43,7 @@ struct Case {
   trainer::HybCommOptions hybcomm;
   const char* merge = "off";  // MergeOptions' text (merge_options.h)
   bool two_convs = false;     // tinyCnnTwoConvs instead of tinyCnn
-  bool priority = false;      // SessionOptions::priority, with a window of one chunk
+  bool priority = false;      // SessionOptions::push.priority, with a window of one chunk
 };
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
@@ -63,8 +63,8 @@ trainer::SessionOptions sessionOptions(const Case& c) {
   options.hybcomm = c.hybcomm;
   options.merge = mergeOptions(c);
   options.chunk_bytes = 64 << 10;
-  options.priority = c.priority;
-  if (c.priority) options.push_window_bytes = options.chunk_bytes;  // the others' chunks wait: reordered
+  options.push.priority = c.priority;
+  if (c.priority) options.push.window_bytes = options.chunk_bytes;  // the others' chunks wait: reordered
   options.sync_timeout = std::chrono::seconds(60);
   return options;
 }
