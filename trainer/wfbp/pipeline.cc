@@ -246,13 +246,7 @@ void WfbpPipeline::runStarter() {
 Status WfbpPipeline::deliver(size_t unit) {
   // A merged unit's parameters live in the sync's own memory: each member's part goes to the
   // trainer's buffer (a unit of one layer syncs in place).
-  if (units_.merged(unit)) {
-    std::span<const float> params = sync_.params(unit);
-    for (size_t l = units_.firstLayer(unit); l <= units_.lastLayer(unit); ++l) {
-      std::span<const float> part = params.subspan(units_.offsetInUnit(l), units_.floats(l));
-      std::copy(part.begin(), part.end(), sources_[l].params.begin());
-    }
-  }
+  if (units_.merged(unit)) units_.scatter(unit, sync_.params(unit), [this](size_t l) { return sources_[l].params; });
   // A device layer's update goes back before the layer counts as updated, so the trainer's wait
   // orders its stream after this copy.
   if (options_.staging == nullptr) return Status::ok();

@@ -98,12 +98,7 @@ void gatherMergedParams(LayerSync& sync, const SyncUnits& units, std::span<const
 
 void scatterMergedParams(LayerSync& sync, const SyncUnits& units, std::span<const std::span<float>> layer_params) {
   for (size_t u = 0; u < units.unitCount(); ++u) {
-    if (!units.merged(u)) continue;
-    std::span<const float> unit = sync.params(u);
-    for (size_t l = units.firstLayer(u); l <= units.lastLayer(u); ++l) {
-      std::span<const float> part = unit.subspan(units.offsetInUnit(l), units.floats(l));
-      std::copy(part.begin(), part.end(), layer_params[l].begin());
-    }
+    if (units.merged(u)) units.scatter(u, sync.params(u), [&](size_t l) { return layer_params[l]; });
   }
 }
 

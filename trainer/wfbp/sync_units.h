@@ -10,6 +10,7 @@
 // updates: the same bits (the PS sums each float in rank order whatever the chunking).
 #pragma once
 
+#include <algorithm>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +45,17 @@ class SyncUnits {
   // Where the layer's parameters (and gradient) start in its unit's, in floats.
   size_t offsetInUnit(size_t layer) const { return offset_[layer]; }
   size_t floats(size_t layer) const { return layers_.layers()[layer].params(); }
+
+  // Copies a unit's parameters (`unit_params`: unitModel() layer `unit`) out to its layers, whose
+  // buffers `layer_buffer(l)` gives. Allocates nothing: the pipeline does it per completed sync.
+  template <typename LayerBuffer>
+  void scatter(size_t unit, std::span<const float> unit_params, LayerBuffer&& layer_buffer) const {
+    for (size_t l = first_[unit]; l <= last_[unit]; ++l) {
+      std::span<const float> part = unit_params.subspan(offset_[l], floats(l));
+      std::span<float> to = layer_buffer(l);
+      std::copy(part.begin(), part.end(), to.begin());
+    }
+  }
 
   // "conv1..conv3,fc1,fc2": the units by their layers' names, for logs.
   std::string describe() const;
