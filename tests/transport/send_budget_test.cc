@@ -3,9 +3,12 @@
 // slower, never faster), so the test cannot fail from noise.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "tests/support/mesh.h"
@@ -62,6 +65,32 @@ TEST(SendBudget, BudgetsSharingANameDrawFromOneBucket) {
   DeviceOptions options;
   options.send_budget_share = name;
   EXPECT_NE(options.validate().message().find("without send_budget_bytes_per_s"), std::string::npos);
+}
+
+// /dev/shm is everyone's: a link planted under a share's name, or a file that is no budget, is
+// refused naming the path, and neither it nor what a link points at is written.
+TEST(SendBudget, AFileUnderTheShareNameThatIsNoBudgetIsRefusedAndLeftAlone) {
+  const std::string name = "foreign-" + std::to_string(::getpid());
+  const std::string path = "/dev/shm/poseidon-budget-" + name;
+  testing::TempDir dir;
+  const std::string target = dir.path() + "/victim";
+  { std::ofstream(target) << ""; }
+  ASSERT_EQ(::symlink(target.c_str(), path.c_str()), 0);
+  auto linked = SendBudget::shared(name, 1'000'000, 50'000);
+  EXPECT_FALSE(linked.isOk());
+  EXPECT_NE(linked.status().message().find(path), std::string::npos) << linked.status().toString();
+  struct stat info {};
+  ASSERT_EQ(::stat(target.c_str(), &info), 0);
+  EXPECT_EQ(info.st_size, 0) << "the link's target was written";
+  ::unlink(path.c_str());
+
+  { std::ofstream(path) << std::string(sizeof(uint64_t) * 5, 'x'); }  // a budget's size, not its marker
+  auto foreign = SendBudget::shared(name, 1'000'000, 50'000);
+  EXPECT_FALSE(foreign.isOk());
+  EXPECT_NE(foreign.status().message().find("not a budget of ours"), std::string::npos) << foreign.status().toString();
+  std::ifstream in(path);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), std::string(sizeof(uint64_t) * 5, 'x'));
+  ::unlink(path.c_str());
 }
 
 TEST(SendBudget, DefaultBurstIsFiveMillisecondsOfTheRateAndAtLeast64KiB) {

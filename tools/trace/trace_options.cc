@@ -8,6 +8,7 @@
 #include "model/spec.h"
 #include "trainer/trace/single_gpu_rate.h"
 #include "trainer/wfbp/cost_fit.h"
+#include "transport/device.h"
 
 namespace poseidon::tools {
 
@@ -172,13 +173,15 @@ std::string checkTraceOptions(TraceCommandLine& c, const char* environment_secre
   if (!c.send_budget.empty()) {
     auto budget = parseRate(c.send_budget);
     if (!budget) return fmt::format("--send-budget {}", budget.status().message());
+    if (*budget > 1e12) return fmt::format("--send-budget '{}': expected at most 1000gbit", c.send_budget);
     c.send_budget_bytes_per_s = static_cast<uint64_t>(*budget / 8);
-    if (c.send_budget_bytes_per_s < 1024) {
-      return fmt::format("--send-budget '{}': expected at least 8.2kbit (1024 bytes per second)", c.send_budget);
-    }
   }
-  if (!c.send_budget_share.empty() && c.send_budget.empty()) {
-    return fmt::format("--send-budget-share '{}' needs --send-budget", c.send_budget_share);
+  transport::DeviceOptions budget;  // the device's own rules for the two (validate())
+  budget.send_budget_bytes_per_s = c.send_budget_bytes_per_s;
+  budget.send_budget_share = c.send_budget_share;
+  if (Status checked = budget.validate(); !checked.isOk()) {
+    return fmt::format("--send-budget '{}' --send-budget-share '{}': {}", c.send_budget, c.send_budget_share,
+                       checked.message());
   }
   auto scale = trainer::trace::chooseLinkScale(*link, *cap);
   if (!scale) return scale.status().message();

@@ -62,16 +62,21 @@ Result<std::unique_ptr<SendBudget>> SendBudget::shared(const std::string& name, 
                       "send budget share '{}': expected 1 to 200 letters, digits, '-', '_' or '.'", name);
   }
   const std::string path = fmt::format("/dev/shm/poseidon-budget-{}", name);
-  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  // /dev/shm is everyone's: never follow a link planted there, never write a file of another user.
+  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.valid()) return errnoStatus(StatusCode::kIoError, fmt::format("send budget share {}", path));
   // Held until we return: the mapping keeps this open file (and so a lock on it) alive.
-  ::flock(fd.get(), LOCK_EX);
+  if (::flock(fd.get(), LOCK_EX) != 0) return errnoStatus(StatusCode::kIoError, fmt::format("flock {}", path));
   struct Unlock {
     int fd;
     ~Unlock() { ::flock(fd, LOCK_UN); }
   } unlock{fd.get()};
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) return errnoStatus(StatusCode::kIoError, fmt::format("fstat {}", path));
+  if (!S_ISREG(info.st_mode) || info.st_uid != ::geteuid()) {
+    return makeStatus(StatusCode::kInvalidArgument, "send budget share {}: not a regular file of this user (uid {})",
+                      path, ::geteuid());
+  }
   const bool fresh = info.st_size == 0;
   if (fresh && ::ftruncate(fd.get(), sizeof(SharedState)) != 0) {
     return errnoStatus(StatusCode::kIoError, fmt::format("ftruncate {}", path));
@@ -89,10 +94,13 @@ Result<std::unique_ptr<SendBudget>> SendBudget::shared(const std::string& name, 
     state->burst = burst_bytes;
     state->users.store(0);
   } else if (state->magic != kSharedMagic || state->rate != bytes_per_second || state->burst != burst_bytes) {
-    const Status status = makeStatus(
-        StatusCode::kInvalidArgument,
-        "send budget share {}: this process gives {} bytes/s (burst {}), the processes sharing it gave {} (burst {})",
-        path, bytes_per_second, burst_bytes, state->rate, state->burst);
+    const Status status =
+        state->magic != kSharedMagic
+            ? makeStatus(StatusCode::kInvalidArgument, "send budget share {}: not a budget of ours (no marker)", path)
+            : makeStatus(StatusCode::kInvalidArgument,
+                         "send budget share {}: this process gives {} bytes/s (burst {}), the processes sharing it "
+                         "gave {} (burst {})",
+                         path, bytes_per_second, burst_bytes, state->rate, state->burst);
     ::munmap(mapped, sizeof(SharedState));
     return status;
   }
@@ -102,6 +110,12 @@ Result<std::unique_ptr<SendBudget>> SendBudget::shared(const std::string& name, 
   budget->shared_ = state;
   budget->shared_path_ = path;
   return budget;
+}
+
+Result<std::unique_ptr<SendBudget>> SendBudget::forDevice(uint64_t bytes_per_second, const std::string& share) {
+  if (bytes_per_second == 0) return std::unique_ptr<SendBudget>();
+  if (share.empty()) return std::make_unique<SendBudget>(bytes_per_second, defaultBurst(bytes_per_second));
+  return shared(share, bytes_per_second, defaultBurst(bytes_per_second));
 }
 
 uint64_t SendBudget::defaultBurst(uint64_t bytes_per_second) {

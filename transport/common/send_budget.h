@@ -34,9 +34,16 @@ class SendBudget {
   // The budget of every process on this host that opens the same `name` (letters, digits, '-',
   // '_', '.'; at most 200): a shared-memory object /dev/shm/poseidon-budget-<name>, made by the
   // first and removed by the last to close it. All must give the same rate and burst; a process
-  // giving others fails naming both.
+  // giving others fails naming both. A file there that is no budget of ours (another size or
+  // content, not a regular file of this user, a symbolic link) is refused, never written. A
+  // process killed while holding a share leaves the file (and counts as a user forever): use
+  // names of one job.
   static Result<std::unique_ptr<SendBudget>> shared(const std::string& name, uint64_t bytes_per_second,
                                                     uint64_t burst_bytes);
+
+  // A device's budget: none (nullptr) at 0 bytes per second, else the rate with defaultBurst, this
+  // process's own when `share` is empty, else shared(share, ...).
+  static Result<std::unique_ptr<SendBudget>> forDevice(uint64_t bytes_per_second, const std::string& share);
 
   // The burst a device uses for a rate: 5 ms of it, at least 64 KiB (a few frames), so the meter
   // neither stalls a stream on a fraction of a frame nor lets a long burst past a shaper.

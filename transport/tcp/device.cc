@@ -28,14 +28,9 @@ Result<std::shared_ptr<TcpDevice>> TcpDevice::create(const DeviceOptions& option
   device->stop_event_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   try {
     device->engine_ = std::make_unique<ProgressEngine>(options.busy_poll);
-    const uint64_t rate = options.send_budget_bytes_per_s;
-    if (rate > 0 && options.send_budget_share.empty()) {
-      device->send_budget_ = std::make_unique<SendBudget>(rate, SendBudget::defaultBurst(rate));
-    } else if (rate > 0) {
-      auto shared = SendBudget::shared(options.send_budget_share, rate, SendBudget::defaultBurst(rate));
-      if (!shared) return shared.status();
-      device->send_budget_ = std::move(*shared);
-    }
+    auto budget = SendBudget::forDevice(options.send_budget_bytes_per_s, options.send_budget_share);
+    if (!budget) return budget.status();
+    device->send_budget_ = std::move(*budget);
   } catch (const StatusError& e) {
     return e.status();
   }
