@@ -110,19 +110,20 @@ netns_hosts_create_delayed() {  # PREFIX SUBNET COUNT RATE DELAY_MS LINKEM
   done
 }
 
-netns_hosts_kill() {  # INDEX: a killed `netns_hosts_exec ... &` leaves its program running; this does not
+netns_hosts_kill_namespace() {  # NAMESPACE: stops every process in it
   local pids
-  pids=$(ip netns pids "${NETNS_HOSTS_PREFIX}h$1" 2>/dev/null) || return 0
+  pids=$(ip netns pids "$1" 2>/dev/null) || return 0
   [ -z "$pids" ] || kill $pids 2>/dev/null || true
+}
+
+netns_hosts_kill() {  # INDEX: a killed `netns_hosts_exec ... &` leaves its program running; this does not
+  netns_hosts_kill_namespace "${NETNS_HOSTS_PREFIX}h$1"
 }
 
 netns_hosts_cleanup() {  # deleting a namespace deletes the veth ends in it, and so their peers
   local ns pid
   # A namespace outlives `ip netns del` while processes hold it: stop them first.
-  for ns in "${NETNS_HOSTS_NAMESPACES[@]}"; do
-    pid=$(ip netns pids "$ns" 2>/dev/null) || continue
-    [ -z "$pid" ] || kill $pid 2>/dev/null || true
-  done
+  for ns in "${NETNS_HOSTS_NAMESPACES[@]}"; do netns_hosts_kill_namespace "$ns"; done
   for pid in "${NETNS_HOSTS_LINKEM_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${NETNS_HOSTS_LINKEM_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   NETNS_HOSTS_LINKEM_PIDS=()
