@@ -25,6 +25,10 @@ struct DeviceOptions {
   bool payload_crc = false;                // tcp: CRC32C over every payload (headers always carry one)
   int socket_buffer_bytes = 0;             // tcp: SO_SNDBUF/SO_RCVBUF; 0 keeps kernel autotuning
   bool busy_poll = false;                  // progress engine spins instead of sleeping in epoll_wait
+  // A thread waiting on a request drives the device itself (reads its sockets, polls its
+  // completion queue) while no other thread does, instead of sleeping until the engine thread
+  // hands the completion over (transport/progress.h). false: only the engine thread drives.
+  bool waiters_drive = true;
   // tcp: the bandwidth manager's budget ([Poseidon 2015] section 4.3.3): every byte this device
   // sends, over all its contexts and pairs, within this many bytes per second (headers included);
   // 0: unmetered. Alone, each process keeps its own.

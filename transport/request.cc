@@ -1,12 +1,40 @@
 #include "transport/request.h"
 
+#include <fmt/format.h>
+
 #include <thread>
 #include <vector>
+
+#include "transport/common/block_pool.h"
 
 namespace poseidon::transport {
 namespace {
 std::atomic<int64_t> g_spin_nanos{20000};
 }
+
+std::string RequestLabel::format() const {
+  const std::string& name = peer ? *peer : std::string();
+  switch (kind) {
+    case Kind::kSend: return fmt::format("send tag {} to {}", number, name);
+    case Kind::kRecv: return fmt::format("recv tag {} from {}", number, name);
+    case Kind::kWrite: return fmt::format("write of {} bytes to region {} of {}", number, region, name);
+    case Kind::kWriteNotification: return fmt::format("write notification from {}", name);
+  }
+  return "transport operation";
+}
+
+const std::string& Request::what() const {
+  if (!labelled_) return what_;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (what_.empty()) what_ = label_.format();
+  return what_;
+}
+
+RequestPtr makeRequest(RequestLabel label, Progress* progress) {
+  return std::allocate_shared<Request>(PoolAllocator<Request>(), std::move(label), progress);
+}
+
+void reserveRequests(size_t count) { reservePooled<Request>(count, RequestLabel{}, static_cast<Progress*>(nullptr)); }
 
 void Request::setSpinNanos(int64_t nanos) { g_spin_nanos.store(nanos, std::memory_order_relaxed); }
 
@@ -25,6 +53,10 @@ void Request::complete(Status status, uint64_t bytes, uint32_t imm) {
 
 Status Request::wait(Deadline deadline) {
   if (test()) return status_;
+  if (progress_ != nullptr) {
+    progress_->drive(*this, deadline);
+    if (test()) return status_;
+  }
   const int64_t spin = g_spin_nanos.load(std::memory_order_relaxed);
   if (spin > 0) {
     const auto spin_until = Clock::now() + std::chrono::nanoseconds(spin);
@@ -32,13 +64,16 @@ Status Request::wait(Deadline deadline) {
       if (test()) return status_;
     }
   }
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (deadline.isNever()) {
-    cv_.wait(lock, [this] { return done_.load(std::memory_order_acquire); });
-  } else if (!cv_.wait_until(lock, deadline.at(), [this] { return done_.load(std::memory_order_acquire); })) {
-    return makeStatus(StatusCode::kTimeout, "{} did not complete before its deadline", what_);
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (deadline.isNever()) {
+      cv_.wait(lock, [this] { return done_.load(std::memory_order_acquire); });
+      return status_;
+    }
+    if (cv_.wait_until(lock, deadline.at(), [this] { return done_.load(std::memory_order_acquire); })) return status_;
   }
-  return status_;
+  // what() formats a label under the same mutex.
+  return makeStatus(StatusCode::kTimeout, "{} did not complete before its deadline", what());
 }
 
 RequestPtr failedRequest(std::string what, Status status) {

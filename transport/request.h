@@ -15,20 +15,40 @@
 
 #include "common/deadline.h"
 #include "common/status.h"
+#include "transport/progress.h"
 
 namespace poseidon::transport {
+
+// What a backend's operation is, kept in parts and put into words only when somebody asks (an
+// error, a timeout): an operation that succeeds never pays for formatting its description.
+struct RequestLabel {
+  enum class Kind : uint8_t { kSend, kRecv, kWrite, kWriteNotification };
+  Kind kind = Kind::kSend;
+  uint64_t number = 0;                      // the tag (send, recv) or the byte count (write)
+  uint64_t region = 0;                      // write: the remote region's key
+  std::shared_ptr<const std::string> peer;  // "rank 1 (10.0.0.2:5001)"
+
+  // "send tag 7 to rank 1 (...)", "recv tag 7 from ...", "write of 64 bytes to region 3 of
+  // ...", "write notification from ...".
+  std::string format() const;
+};
 
 class Request {
  public:
   // `what` describes the operation for error messages: "recv tag 7 from rank 1 (10.0.0.2:5001)".
-  explicit Request(std::string what) : what_(std::move(what)) {}
+  // `progress`: what a waiting thread may drive instead of sleeping (progress.h); it must
+  // outlive the request's pending life (a backend fails its requests before it goes away).
+  explicit Request(std::string what, Progress* progress = nullptr) : what_(std::move(what)), progress_(progress) {}
+  // A backend's operation, described when asked.
+  Request(RequestLabel label, Progress* progress) : label_(std::move(label)), labelled_(true), progress_(progress) {}
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
 
   // True once the request has finished, successfully or not. Never blocks.
   bool test() const { return done_.load(std::memory_order_acquire); }
-  // Blocks until finished or the deadline passes. On timeout returns kTimeout naming the
-  // operation; the request stays pending and can be waited on again.
+  // Blocks until finished or the deadline passes, driving the backend itself when no other
+  // thread does. On timeout returns kTimeout naming the operation; the request stays pending and
+  // can be waited on again.
   Status wait(Deadline deadline);
 
   // Valid once test() is true.
@@ -38,28 +58,37 @@ class Request {
   // When the backend completed it: benchmarks time operations by this, not by when a busy
   // caller got round to looking.
   Clock::time_point completedAt() const { return completed_at_; }
-  const std::string& what() const { return what_; }
+  const std::string& what() const;
 
   // Backend side: the first call wins, later ones are ignored (a request that already
   // succeeded does not turn into a failure when its connection breaks afterwards).
   void complete(Status status, uint64_t bytes = 0, uint32_t imm = 0);
 
-  // How long wait() spins before sleeping: a wake-up across cores costs ~70 us here, so
-  // latency-sensitive users spin. Process-wide.
+  // How long wait() spins before sleeping when another thread drives the backend (a wake-up
+  // across cores costs tens of microseconds). Process-wide.
   static void setSpinNanos(int64_t nanos);
 
  private:
   std::atomic<bool> done_{false};
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable cv_;
   Status status_;
   uint64_t bytes_ = 0;
   uint32_t imm_ = 0;
   Clock::time_point completed_at_{};
-  std::string what_;
+  mutable std::string what_;  // with a label: formatted on the first what(), under mutex_
+  RequestLabel label_;
+  const bool labelled_ = false;
+  Progress* const progress_;
 };
 
 using RequestPtr = std::shared_ptr<Request>;
+
+// A backend's request, its memory from a pool (common/block_pool.h): no heap allocation per
+// operation in steady state.
+RequestPtr makeRequest(RequestLabel label, Progress* progress);
+// Makes sure `count` requests can be made without reaching the heap (a device's set-up).
+void reserveRequests(size_t count);
 
 // A request that has already failed (argument errors, broken connections).
 RequestPtr failedRequest(std::string what, Status status);

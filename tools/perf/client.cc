@@ -44,6 +44,7 @@ RunParameters clientParameters(const Options& o) {
   p.cq_mod = o.cq_mod;
   p.report_gbits = o.report_gbits;
   p.busy_poll = o.busy_poll;
+  p.waiters_drive = o.progress != "engine";
   return p;
 }
 

@@ -253,6 +253,12 @@ ParsedOptions parseOptions(int argc, const char* const* argv, const char* enviro
   app.add_flag("--report_gbits,--report-gbits", o.report_gbits,
                "Report Max/Average BW of test in Gbit/sec (instead of MiB/sec)");
   app.add_flag("--busy-poll", o.busy_poll, "The progress engine spins instead of sleeping (costs a core)");
+  app.add_option("--progress", o.progress,
+                 "Who drives the transport while a test waits: waiters (default: the waiting thread reads its "
+                 "sockets or polls its completion queue itself) or engine (the progress engine's thread hands each "
+                 "completion over); the client's choice holds for both sides")
+      ->type_name("MODE")
+      ->check(CLI::IsMember({"waiters", "engine"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

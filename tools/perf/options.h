@@ -40,7 +40,8 @@ struct Options {
   std::string secret;  // --secret, else the POSEIDON_SECRET environment variable
   std::string bind;    // empty: see rendezvous.h for the default
   bool busy_poll = false;
-  int spin_us = -1;  // -1: kLatencySpinMicros for latency tests, the transport's default for bandwidth
+  std::string progress = "waiters";  // --progress: "waiters" (DeviceOptions::waiters_drive) or "engine"
+  int spin_us = -1;                  // -1: kLatencySpinMicros for latency tests, the transport's default for bandwidth
   int timeout_s = 60;
   // -x: the source GID index of this side's queue pairs (verbs); -1 lets rdma_cm pick. Each side
   // sets its own, as in perftest: GID tables differ between hosts.

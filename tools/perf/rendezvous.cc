@@ -38,6 +38,7 @@ Status createSide(Session& session, const Options& options, const std::string& a
   device_options.secret = options.secret;
   device_options.streams = p.streams;
   device_options.busy_poll = options.busy_poll || p.busy_poll;
+  device_options.waiters_drive = p.waiters_drive;
   if (p.transport == "verbs") device_options.gid_index = options.gid_index;
   auto device = transport::createDevice(device_options);
   if (!device) {

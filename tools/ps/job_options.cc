@@ -41,6 +41,11 @@ void addJobOptions(CLI::App& app, JobOptions& o) {
   app.add_option("--streams", o.streams, "tcp: parallel connections per pair (default 1)")
       ->type_name("N")
       ->check(CLI::Range(1, kMaxStreams));
+  app.add_option("--progress", o.progress,
+                 "Who drives the transport while a thread waits: waiters (default: the waiting thread reads its "
+                 "sockets itself) or engine (only the progress engine's thread, handing each completion over)")
+      ->type_name("MODE")
+      ->check(CLI::IsMember({"waiters", "engine"}));
   app.add_option("--secret", o.secret, "The job's shared secret (default: $POSEIDON_SECRET)")->type_name("SECRET");
   app.add_option("--timeout", o.timeout_s,
                  fmt::format("Seconds any one wait for a peer may take: start-up, each iteration, the end (default {})",

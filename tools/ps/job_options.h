@@ -36,7 +36,8 @@ struct JobOptions {
   std::string backend = "tcp";
   std::string address;  // empty: this host's address on the route to rank 0's store
   int streams = 1;
-  std::string secret;  // --secret, else POSEIDON_SECRET
+  std::string progress = "waiters";  // DeviceOptions::waiters_drive: "waiters" or "engine"
+  std::string secret;                // --secret, else POSEIDON_SECRET
   int timeout_s = kDefaultTimeoutSeconds;
   int rank = -1;  // >= 0: overrides the launch environment (with --size)
   int size = -1;

@@ -115,6 +115,7 @@ Result<std::unique_ptr<JobProcess>> joinJob(const JobOptions& options, Role role
   device_options.address = process->address;
   device_options.secret = options.secret;
   device_options.streams = options.streams;
+  device_options.waiters_drive = options.progress != "engine";
   auto device = transport::createDevice(device_options);
   if (!device) {
     return device.status().withContext(fmt::format("{}: the {} device on {}", who, options.backend, process->address));

@@ -2,7 +2,7 @@
 // woken by Request::complete never contends with the progress engine for that lock.
 #pragma once
 
-#include <vector>
+#include <boost/container/small_vector.hpp>
 
 #include "transport/request.h"
 
@@ -14,7 +14,8 @@ struct Completion {
   uint64_t bytes = 0;
   uint32_t imm = 0;
 };
-using Completions = std::vector<Completion>;
+// Inline room for the few completions one call usually makes: no heap allocation per operation.
+using Completions = boost::container::small_vector<Completion, 4>;
 
 // Fails `request` with `cause`, prefixed by what the request was, so the status names both the
 // operation and why it failed ("recv tag 7 from rank 1 (...): rank 1 (...) closed the connection").

@@ -13,9 +13,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 
 #include "transport/common/completion.h"
+#include "transport/common/ring_queue.h"
 #include "transport/pair.h"
 
 namespace poseidon::transport {
@@ -44,8 +44,8 @@ class ImmQueue {
  private:
   const Pair& peer_;
   const size_t max_unclaimed_;
-  std::deque<uint32_t> unclaimed_;
-  std::deque<RequestPtr> waiters_;
+  RingQueue<uint32_t> unclaimed_;
+  RingQueue<RequestPtr> waiters_;
 };
 
 }  // namespace poseidon::transport

@@ -4,14 +4,17 @@
 
 namespace poseidon::transport {
 
-std::string PairBase::peerName() const {
-  if (peer_address_.empty()) return fmt::format("rank {}", peer_rank_);
-  return fmt::format("rank {} ({})", peer_rank_, peer_address_);
+PairBase::PairBase(int peer_rank, Progress* progress)
+    : peer_rank_(peer_rank),
+      progress_(progress),
+      peer_name_(std::make_shared<const std::string>(fmt::format("rank {}", peer_rank))) {}
+
+void PairBase::setPeerAddress(const std::string& address) {
+  peer_address_ = address;
+  peer_name_ = std::make_shared<const std::string>(fmt::format("rank {} ({})", peer_rank_, address));
 }
 
-std::string PairBase::describe(const char* op, uint32_t tag) const {
-  return fmt::format("{} tag {} {} {}", op, tag, std::string(op) == "recv" ? "from" : "to", peerName());
-}
+std::string PairBase::peerName() const { return *peer_name_; }
 
 Status PairBase::status() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -19,7 +22,7 @@ Status PairBase::status() const {
 }
 
 RequestPtr PairBase::recvImm() {
-  auto request = std::make_shared<Request>(fmt::format("write notification from {}", peerName()));
+  auto request = newRequest({RequestLabel::Kind::kWriteNotification, 0, 0, peer_name_});
   Completions done;
   {
     std::lock_guard<std::mutex> lock(mutex_);

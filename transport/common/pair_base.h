@@ -33,14 +33,29 @@ class PairBase : public Pair {
   RequestPtr recvImm() final;
   PairTraffic traffic() const final { return traffic_.read(); }
 
+  // peerName() without the copy, for the hot path (set up before any traffic).
+  const std::string& peerNameRef() const { return *peer_name_; }
   // Any thread, without the lock.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
 
  protected:
-  explicit PairBase(int peer_rank) : peer_rank_(peer_rank) {}
+  // `progress`: what threads waiting on this pair's requests may drive (nullptr: they sleep
+  // until the backend's engine thread completes them).
+  PairBase(int peer_rank, Progress* progress);
 
-  // "send tag 7 to rank 1 (...)", "recv tag 7 from rank 1 (...)".
-  std::string describe(const char* op, uint32_t tag) const;
+  // A request for the operation `label`, driven through this pair's progress (pooled: no heap
+  // allocation in steady state).
+  RequestPtr newRequest(RequestLabel label) const { return makeRequest(std::move(label), progress_); }
+
+  // Labels of this pair's operations (RequestLabel: described only when asked).
+  RequestLabel sendLabel(uint32_t tag) const { return {RequestLabel::Kind::kSend, tag, 0, peer_name_}; }
+  RequestLabel recvLabel(uint32_t tag) const { return {RequestLabel::Kind::kRecv, tag, 0, peer_name_}; }
+  RequestLabel writeLabel(uint64_t bytes, uint64_t region) const {
+    return {RequestLabel::Kind::kWrite, bytes, region, peer_name_};
+  }
+  // Set-up, before calls from other threads name the peer: where the peer is.
+  void setPeerAddress(const std::string& address);
+  bool hasPeerAddress() const { return !peer_address_.empty(); }
 
   // Runs one Pair call: `invalid` (an argument check's result) fails `request` at once; a
   // failed pair fails it with its cause; otherwise `start(done)` runs under the lock. Requests
@@ -95,13 +110,16 @@ class PairBase : public Pair {
   void logFailure(size_t failed_operations, size_t failed_notifications, const Status& cause) const;
 
   mutable std::mutex mutex_;
-  // Set during set-up, before calls from other threads name the peer.
-  std::string peer_address_;
   Status failure_;        // under mutex_; OK until the pair fails
   ImmQueue imms_{*this};  // under mutex_
 
  private:
   const int peer_rank_;
+  Progress* const progress_;
+  // Set during set-up (setPeerAddress), before calls from other threads name the peer; shared
+  // with every request's label.
+  std::string peer_address_;
+  std::shared_ptr<const std::string> peer_name_;
   std::atomic<bool> failed_{false};
   TrafficCounters traffic_;
 };

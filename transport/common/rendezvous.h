@@ -18,35 +18,38 @@
 // Pair calls it under its lock.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
 #include <utility>
-#include <vector>
 
+#include "transport/common/block_pool.h"
 #include "transport/common/completion.h"
+#include "transport/common/ring_queue.h"
 #include "transport/common/slices.h"
 #include "transport/pair.h"
 
 namespace poseidon::transport {
 
 // A send waiting for the receiver's room: the operation and the slices still to transmit.
+// Scatter lists of up to kInlineSlices slices and the operation's record come from no heap.
 template <typename Op>
 struct PendingSend {
+  static constexpr size_t kInlineSlices = 4;
   std::shared_ptr<Op> op;
-  std::vector<Slice> slices;
+  boost::container::small_vector<Slice, kInlineSlices> slices;
 
   // The message `request` sends as `slices`, with a new operation of its total length.
   static PendingSend of(const RequestPtr& request, std::span<const Slice> slices) {
-    auto op = std::make_shared<Op>();
+    auto op = std::allocate_shared<Op>(PoolAllocator<Op>());
     op->request = request;
     op->bytes = totalLength(slices);
-    return {std::move(op), std::vector<Slice>(slices.begin(), slices.end())};
+    return {std::move(op), {slices.begin(), slices.end()}};
   }
 };
 
@@ -90,14 +93,16 @@ class Rendezvous {
   // transmits it now; otherwise the send waits for onRoom().
   template <typename Start>
   void send(uint32_t tag, Send send, Start&& start) {
-    const uint64_t seq = send_seq_[tag]++;
-    auto room = unused_rooms_.find({tag, seq});
-    if (room == unused_rooms_.end()) {
-      waiting_sends_.emplace(Key{tag, seq}, std::move(send));
+    TagState& t = tags_[tag];
+    const uint64_t seq = t.send_seq++;
+    if (t.unused.empty()) {
+      t.waiting.push_back(std::move(send));
       return;
     }
-    const Room granted = std::move(room->second);
-    unused_rooms_.erase(room);
+    // Rooms and sends both come in order, so the oldest unused room is this message's.
+    const Room granted = std::move(t.unused.front());
+    t.unused.pop_front();
+    --unused_rooms_;
     start(seq, std::move(send), granted);
   }
 
@@ -106,24 +111,25 @@ class Rendezvous {
   // order on its tag, or one too many unused rooms, is the peer's protocol error.
   template <typename Start>
   Status onRoom(uint32_t tag, uint64_t seq, const Room& room, Start&& start) {
-    uint64_t& expected = room_seq_[tag];
-    if (seq != expected) {
+    TagState& t = tags_[tag];
+    if (seq != t.room_seq) {
       return makeStatus(StatusCode::kProtocolError, "{} sent {} {} on tag {}, expected {}", peer_.peerName(),
-                        names_.grant, seq, tag, expected);
+                        names_.grant, seq, tag, t.room_seq);
     }
-    ++expected;
-    auto waiting = waiting_sends_.find({tag, seq});
-    if (waiting != waiting_sends_.end()) {
-      Send send = std::move(waiting->second);
-      waiting_sends_.erase(waiting);
+    if (!t.waiting.empty()) {
+      ++t.room_seq;
+      Send send = std::move(t.waiting.front());
+      t.waiting.pop_front();
       start(seq, std::move(send), room);
       return Status::ok();
     }
-    if (unused_rooms_.size() >= max_unused_rooms_) {
+    if (unused_rooms_ >= max_unused_rooms_) {
       return makeStatus(StatusCode::kProtocolError, "{} granted more than {} unused {}", peer_.peerName(),
                         max_unused_rooms_, names_.unused);
     }
-    unused_rooms_.emplace(Key{tag, seq}, room);
+    ++t.room_seq;
+    t.unused.push_back(room);
+    ++unused_rooms_;
     return Status::ok();
   }
 
@@ -131,46 +137,69 @@ class Rendezvous {
 
   // Records a posted receive; returns its sequence number on `tag`, to name in the room's grant.
   uint64_t post(uint32_t tag, Posted posted) {
-    const uint64_t seq = recv_seq_[tag]++;
-    posted_.emplace(Key{tag, seq}, std::move(posted));
+    TagState& t = tags_[tag];
+    const uint64_t seq = t.recv_seq++;
+    if (t.posted.empty()) t.posted_base = seq;
+    t.posted.push_back(std::move(posted));
     return seq;
   }
   // The posted receive for message (tag, seq), or null if there is none (the peer's error).
   Posted* findPosted(uint32_t tag, uint64_t seq) {
-    auto it = posted_.find({tag, seq});
-    return it == posted_.end() ? nullptr : &it->second;
+    auto it = tags_.find(tag);
+    if (it == tags_.end()) return nullptr;
+    TagState& t = it->second;
+    if (seq < t.posted_base || seq - t.posted_base >= t.posted.size()) return nullptr;
+    auto& slot = t.posted[static_cast<size_t>(seq - t.posted_base)];
+    return slot ? &*slot : nullptr;
   }
-  // Removes and returns the posted receive for message (tag, seq), once it finished.
+  // Removes and returns the posted receive for message (tag, seq), once it finished. Receives
+  // may finish out of order (pieces over several streams); their slots stay until the older
+  // ones finish too.
   std::optional<Posted> takePosted(uint32_t tag, uint64_t seq) {
-    auto it = posted_.find({tag, seq});
-    if (it == posted_.end()) return std::nullopt;
-    Posted posted = std::move(it->second);
-    posted_.erase(it);
-    return posted;
+    Posted* found = findPosted(tag, seq);
+    if (found == nullptr) return std::nullopt;
+    TagState& t = tags_.find(tag)->second;
+    auto& slot = t.posted[static_cast<size_t>(seq - t.posted_base)];
+    Posted taken = std::move(*slot);
+    slot.reset();
+    while (!t.posted.empty() && !t.posted.front()) {
+      t.posted.pop_front();
+      ++t.posted_base;
+    }
+    return taken;
   }
 
   // ---- Failure: every send still waiting for room and every posted receive fails with `cause`.
   void failAll(const Status& cause, Completions& done) {
-    for (auto& [key, send] : waiting_sends_) failRequest(done, send.op->request, cause);
-    waiting_sends_.clear();
-    for (auto& [key, posted] : posted_) failRequest(done, posted.request, cause);
-    posted_.clear();
+    for (auto& [tag, t] : tags_) {
+      for (auto& send : t.waiting) failRequest(done, send.op->request, cause);
+      t.waiting.clear();
+      for (auto& slot : t.posted) {
+        if (slot) failRequest(done, slot->request, cause);
+      }
+      t.posted.clear();
+    }
   }
 
  private:
-  using Key = std::pair<uint32_t, uint64_t>;  // (tag, seq)
+  // One tag's messages. Sequence numbers on a tag only go up, so each queue is a contiguous
+  // range: waiting sends are messages [room_seq, send_seq), unused rooms [send_seq, room_seq),
+  // posted receives [posted_base, recv_seq). Rings, so steady traffic allocates nothing.
+  struct TagState {
+    uint64_t send_seq = 0;  // next message number
+    uint64_t room_seq = 0;  // next room expected
+    uint64_t recv_seq = 0;  // next receive number
+    uint64_t posted_base = 0;
+    RingQueue<Send> waiting;
+    RingQueue<Room> unused;
+    RingQueue<std::optional<Posted>> posted;  // finished ones empty until those before finish
+  };
 
   const Pair& peer_;
   const RoomNames names_;
   const size_t max_unused_rooms_;
-  // Sender side.
-  std::unordered_map<uint32_t, uint64_t> send_seq_;  // next message number per tag
-  std::unordered_map<uint32_t, uint64_t> room_seq_;  // next room expected per tag
-  std::map<Key, Send> waiting_sends_;                // sends whose room has not arrived
-  std::map<Key, Room> unused_rooms_;                 // rooms that arrived before their send
-  // Receiver side.
-  std::unordered_map<uint32_t, uint64_t> recv_seq_;  // next receive number per tag
-  std::map<Key, Posted> posted_;
+  size_t unused_rooms_ = 0;  // over all tags
+  std::unordered_map<uint32_t, TagState> tags_;
 };
 
 }  // namespace poseidon::transport

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "transport/common/block_pool.h"
 #include "transport/tcp/context.h"
 #include "transport/tcp/handshake.h"
 
@@ -28,6 +29,10 @@ Result<std::shared_ptr<TcpDevice>> TcpDevice::create(const DeviceOptions& option
   device->stop_event_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   try {
     device->engine_ = std::make_unique<ProgressEngine>(options.busy_poll);
+    // Operations in flight at once before the hot path reaches the heap (allocation_test).
+    constexpr size_t kReservedOperations = 256;
+    reserveRequests(kReservedOperations);
+    reservePooled<SendOp>(kReservedOperations);
     auto budget = SendBudget::forDevice(options.send_budget_bytes_per_s, options.send_budget_share);
     if (!budget) return budget.status();
     device->send_budget_ = std::move(*budget);

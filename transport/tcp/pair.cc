@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "transport/common/block_pool.h"
 #include "transport/common/slices.h"
 #include "transport/tcp/context.h"
 #include "transport/wire/crc32c.h"
@@ -17,7 +18,11 @@ constexpr uint64_t kMaxWritesInFlight = 1u << 20;
 
 TcpPair::TcpPair(TcpContext& context, int peer_rank, const DeviceOptions& options, ProgressEngine& engine,
                  SendBudget* budget)
-    : PairBase(peer_rank), context_(context), options_(options), engine_(engine), budget_(budget) {
+    : PairBase(peer_rank, options.waiters_drive ? &engine : nullptr),
+      context_(context),
+      options_(options),
+      engine_(engine),
+      budget_(budget) {
   streams_.resize(static_cast<size_t>(options.streams));
 }
 
@@ -32,7 +37,7 @@ TcpPair::~TcpPair() {
 
 void TcpPair::attachStream(int index, Fd fd, const std::string& peer_address) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (peer_address_.empty()) peer_address_ = peer_address;
+  if (!hasPeerAddress()) setPeerAddress(peer_address);
   wire::DecodeLimits limits;
   limits.max_payload = options_.max_frame_payload;
   streams_[static_cast<size_t>(index)] = std::make_unique<Stream>(*this, index, std::move(fd), peer_address, limits);
@@ -71,7 +76,7 @@ void TcpPair::enqueueControlLocked(const wire::FrameHeader& header) {
 }
 
 void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t base_offset,
-                                  const std::vector<Slice>& slices, const std::shared_ptr<SendOp>& op) {
+                                  std::span<const Slice> slices, const std::shared_ptr<SendOp>& op) {
   const uint64_t total = totalLength(slices);
   const uint64_t stripe = options_.stripe_bytes;
   const uint64_t pieces = total == 0 ? 1 : (total + stripe - 1) / stripe;
@@ -115,7 +120,7 @@ void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t b
 }
 
 RequestPtr TcpPair::sendv(uint32_t tag, std::span<const Slice> slices) {
-  auto request = std::make_shared<Request>(describe("send", tag));
+  auto request = newRequest(sendLabel(tag));
   Status invalid = checks_.send(*request, slices);
   if (invalid.isOk()) invalid = stageOut(*request, slices);
   return submit(request, invalid, [&](Completions& done) {
@@ -139,11 +144,11 @@ void TcpPair::startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, uint
     return;
   }
   header.type = wire::FrameType::kData;
-  enqueuePiecesLocked(header, 0, send.slices, send.op);
+  enqueuePiecesLocked(header, 0, std::span<const Slice>(send.slices.data(), send.slices.size()), send.op);
 }
 
 RequestPtr TcpPair::recv(uint32_t tag, MemoryRegion& region, uint64_t offset, uint64_t length) {
-  auto request = std::make_shared<Request>(describe("recv", tag));
+  auto request = newRequest(recvLabel(tag));
   return submit(request, checks_.recv(*request, region, offset, length), [&](Completions& done) {
     PostedRecv posted;
     posted.request = request;
@@ -162,12 +167,14 @@ RequestPtr TcpPair::recv(uint32_t tag, MemoryRegion& region, uint64_t offset, ui
 
 RequestPtr TcpPair::write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
                           uint64_t remote_offset, uint64_t length, uint32_t imm) {
-  auto request =
-      std::make_shared<Request>(fmt::format("write of {} bytes to region {} of {}", length, remote.key, peerName()));
+  auto request = newRequest(writeLabel(length, remote.key));
   Status invalid = checks_.write(*request, local, local_offset, remote, remote_offset, length);
-  if (invalid.isOk()) invalid = local.stageOut(local_offset, length).withContext(request->what());
+  if (invalid.isOk()) {
+    invalid = local.stageOut(local_offset, length);
+    if (!invalid.isOk()) invalid = invalid.withContext(request->what());
+  }
   return submit(request, invalid, [&](Completions& done) {
-    auto op = std::make_shared<SendOp>();
+    auto op = std::allocate_shared<SendOp>(PoolAllocator<SendOp>());
     op->request = request;
     op->bytes = length;
     wire::FrameHeader header;
@@ -176,7 +183,8 @@ RequestPtr TcpPair::write(const MemoryRegion& local, uint64_t local_offset, cons
     header.seq = write_seq_++;
     header.total = length;
     header.imm = imm;
-    enqueuePiecesLocked(header, remote_offset, {Slice{&local, local_offset, length}}, op);
+    const Slice slice{&local, local_offset, length};
+    enqueuePiecesLocked(header, remote_offset, std::span<const Slice>(&slice, 1), op);
     flushAllLocked(done);
   });
 }
@@ -256,9 +264,11 @@ Status TcpPair::onFrameComplete(const wire::FrameHeader& h) {
         // Device memory behind staging gets each piece as it lands, so the receive completes
         // with all of it on the device. A failed copy is local trouble, but the message cannot
         // be delivered whole any more: the pair fails with the cause.
-        result = posted.region->stageIn(posted.offset + h.offset, h.length)
-                     .withContext(fmt::format("landing message {} on tag {} in device memory", h.seq, h.tag));
-        if (!result.isOk()) break;
+        result = posted.region->stageIn(posted.offset + h.offset, h.length);
+        if (!result.isOk()) {
+          result = result.withContext(fmt::format("landing message {} on tag {} in device memory", h.seq, h.tag));
+          break;
+        }
         posted.received += h.length;
         if (posted.received >= posted.total) {
           receivedLocked(done, posted.request, posted.total);
@@ -269,11 +279,18 @@ Status TcpPair::onFrameComplete(const wire::FrameHeader& h) {
       case wire::FrameType::kWrite: {
         // As for kData: on the device before the immediate is delivered.
         if (const MemoryRegion* region = context_.findRegion(h.tag)) {
-          result = region->stageIn(h.offset, h.length)
-                       .withContext(fmt::format("landing write {} into region key {} in device memory", h.seq, h.tag));
-          if (!result.isOk()) break;
+          result = region->stageIn(h.offset, h.length);
+          if (!result.isOk()) {
+            result =
+                result.withContext(fmt::format("landing write {} into region key {} in device memory", h.seq, h.tag));
+            break;
+          }
         }
-        IncomingWrite& w = incoming_writes_[h.seq];
+        // onFrameHeader checked seq is within [next_notify_seq_, +kMaxWritesInFlight).
+        const size_t index = static_cast<size_t>(h.seq - next_notify_seq_);
+        while (incoming_writes_.size() <= index) incoming_writes_.push_back(IncomingWrite{});
+        IncomingWrite& w = incoming_writes_[index];
+        w.seen = true;
         w.total = h.total;
         w.imm = h.imm;
         w.received += h.length;
@@ -292,15 +309,15 @@ Status TcpPair::onFrameComplete(const wire::FrameHeader& h) {
 }
 
 Status TcpPair::deliverWritesLocked(Completions& done) {
-  while (true) {
-    auto it = incoming_writes_.find(next_notify_seq_);
-    if (it == incoming_writes_.end() || it->second.received < it->second.total) return Status::ok();
-    // A zero-byte write arrives as one empty frame, so its entry exists and is complete.
-    const IncomingWrite landed = it->second;
-    incoming_writes_.erase(it);
+  // A zero-byte write arrives as one empty frame, so it is seen and complete.
+  while (!incoming_writes_.empty() && incoming_writes_.front().seen &&
+         incoming_writes_.front().received >= incoming_writes_.front().total) {
+    const IncomingWrite landed = incoming_writes_.front();
+    incoming_writes_.pop_front();
     ++next_notify_seq_;
     POSEIDON_RETURN_IF_ERROR(landedLocked(landed.total, landed.imm, done));
   }
+  return Status::ok();
 }
 
 void TcpPair::fail(Status cause) {
@@ -311,7 +328,7 @@ void TcpPair::fail(Status cause) {
     if (!markFailedLocked(cause)) return;
     for (auto& stream : streams_) {
       if (!stream) continue;
-      if (active_ && engine_.inEngineThread()) {
+      if (active_ && engine_.dispatchingHere()) {
         engine_.cancelWake(stream.get());
         engine_.remove(stream->fd());
       }

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,6 +16,7 @@
 #include "transport/common/pair_argument_checks.h"
 #include "transport/common/pair_base.h"
 #include "transport/common/rendezvous.h"
+#include "transport/common/ring_queue.h"
 #include "transport/common/send_budget.h"
 #include "transport/device.h"
 #include "transport/tcp/stream.h"
@@ -47,10 +47,10 @@ class TcpPair final : public PairBase {
   // A stream, under the lock: the last frame of `op` went out, so the send or write succeeded.
   void opWrittenLocked(const SendOp& op, Completions& done) { sentLocked(done, op.request, op.bytes); }
 
-  // Engine thread, from a stream.
+  // Under the dispatch gate, from a stream.
   Result<uint8_t*> onFrameHeader(const wire::FrameHeader& header);
   Status onFrameComplete(const wire::FrameHeader& header);
-  // Fails every pending request with `cause` and closes the streams. Engine thread, or after
+  // Fails every pending request with `cause` and closes the streams. Under the dispatch gate, or after
   // the streams were removed from the engine.
   void fail(Status cause);
 
@@ -70,13 +70,14 @@ class TcpPair final : public PairBase {
   };
   using PendingSend = transport::PendingSend<SendOp>;
   struct IncomingWrite {
+    bool seen = false;  // a frame of it arrived
     uint64_t total = 0;
     uint64_t received = 0;
     uint32_t imm = 0;
   };
 
   // Cuts [slices] into frames of at most stripe bytes over the streams, in round-robin order.
-  void enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t base_offset, const std::vector<Slice>& slices,
+  void enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t base_offset, std::span<const Slice> slices,
                            const std::shared_ptr<SendOp>& op);
   void enqueueControlLocked(const wire::FrameHeader& header);
   void startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, uint64_t room, Completions& done);
@@ -98,7 +99,7 @@ class TcpPair final : public PairBase {
   // One-sided writes: pieces may arrive over several streams; immediates go out in posted order.
   uint64_t write_seq_ = 0;
   uint64_t next_notify_seq_ = 0;
-  std::map<uint64_t, IncomingWrite> incoming_writes_;
+  RingQueue<IncomingWrite> incoming_writes_;  // writes [next_notify_seq_, ...) by seq
 };
 
 }  // namespace poseidon::transport::tcp

@@ -10,36 +10,58 @@
 #include <cerrno>
 #include <cstring>
 
+#include "transport/request.h"
+
 namespace poseidon::transport::tcp {
 
 namespace {
 // epoll data of the timer fd (the wake-up fd's is nullptr; handlers are real objects).
 EventHandler* const kTimerMarker = reinterpret_cast<EventHandler*>(uintptr_t{1});
+// epoll data of the kick fd in the outer set (the inner set's is nullptr).
+void* const kKickMarker = reinterpret_cast<void*>(uintptr_t{1});
+constexpr int kMaxEvents = 64;
+
+// Milliseconds to `deadline` for epoll_wait, rounded up so a wait never ends early: -1 is never.
+int millisUntil(Deadline deadline) {
+  if (deadline.isNever()) return -1;
+  const auto left = deadline.remaining();
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+  return static_cast<int>(std::min<int64_t>(ms, 1000000));
+}
 }  // namespace
 
 ProgressEngine::ProgressEngine(bool busy_poll) : busy_poll_(busy_poll) {
-  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  inner_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  outer_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  kick_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-  if (epoll_fd_ < 0 || wake_fd_ < 0 || timer_fd_ < 0) {
+  if (inner_fd_ < 0 || outer_fd_ < 0 || wake_fd_ < 0 || kick_fd_ < 0 || timer_fd_ < 0) {
     throw StatusError(errnoStatus(StatusCode::kIoError, "epoll/eventfd/timerfd creation"));
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = nullptr;  // the wake-up fd
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  ::epoll_ctl(inner_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
   ev.data.ptr = kTimerMarker;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev);
+  ::epoll_ctl(inner_fd_, EPOLL_CTL_ADD, timer_fd_, &ev);
+  ev.data.ptr = nullptr;
+  ::epoll_ctl(outer_fd_, EPOLL_CTL_ADD, inner_fd_, &ev);
+  ev.data.ptr = kKickMarker;
+  ::epoll_ctl(outer_fd_, EPOLL_CTL_ADD, kick_fd_, &ev);
   thread_ = std::thread([this] { run(); });
 }
 
 ProgressEngine::~ProgressEngine() {
   stop_.store(true);
-  wake();
+  gate_.quiesce([this] { wake(); });  // a driving waiter leaves (it checks stop_)
+  kick();
   thread_.join();
   ::close(timer_fd_);
+  ::close(kick_fd_);
   ::close(wake_fd_);
-  ::close(epoll_fd_);
+  ::close(outer_fd_);
+  ::close(inner_fd_);
 }
 
 void ProgressEngine::wake() {
@@ -47,11 +69,16 @@ void ProgressEngine::wake() {
   [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
 }
 
+void ProgressEngine::kick() {
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(kick_fd_, &one, sizeof(one));
+}
+
 Status ProgressEngine::add(int fd, EventHandler* handler, uint32_t events) {
   epoll_event ev{};
   ev.events = events;
   ev.data.ptr = handler;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) return errnoStatus(StatusCode::kIoError, "epoll_ctl(ADD)");
+  if (::epoll_ctl(inner_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) return errnoStatus(StatusCode::kIoError, "epoll_ctl(ADD)");
   return Status::ok();
 }
 
@@ -59,21 +86,15 @@ Status ProgressEngine::modify(int fd, EventHandler* handler, uint32_t events) {
   epoll_event ev{};
   ev.events = events;
   ev.data.ptr = handler;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) return errnoStatus(StatusCode::kIoError, "epoll_ctl(MOD)");
+  if (::epoll_ctl(inner_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) return errnoStatus(StatusCode::kIoError, "epoll_ctl(MOD)");
   return Status::ok();
 }
 
 void ProgressEngine::remove(int fd) {
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-  if (inEngineThread()) return;
-  // An iteration that started before the DEL may still hold the handler: wait for the engine
-  // to finish it and begin another.
-  const uint64_t seen = iterations_.load(std::memory_order_acquire);
-  wake();
-  while (iterations_.load(std::memory_order_acquire) < seen + 2 && !stop_.load()) {
-    wake();
-    std::this_thread::yield();
-  }
+  ::epoll_ctl(inner_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  // Events are fetched and handled under the gate, so once this thread had the gate no dispatch
+  // holds the handler any more, and later ones cannot see the fd.
+  gate_.quiesce([this] { wake(); });
 }
 
 void ProgressEngine::wakeAfter(EventHandler* handler, std::chrono::nanoseconds delay) {
@@ -119,33 +140,100 @@ void ProgressEngine::deliverDueWakes() {
     std::erase_if(wakes_, [now](const Wake& w) { return w.first <= now; });
     armTimerLocked();
   }
-  // Outside the lock: a handler may ask for its next wake. cancelWake + remove() wait this out.
+  // Outside the wakes lock: a handler may ask for its next wake. cancelWake + remove() wait
+  // this out (it runs under the gate).
   for (EventHandler* handler : due_) handler->onEvents(EPOLLOUT);
 }
 
-void ProgressEngine::run() {
-  constexpr int kMaxEvents = 64;
+void ProgressEngine::dispatchReady(int timeout_ms) {
   epoll_event events[kMaxEvents];
-  while (!stop_.load(std::memory_order_relaxed)) {
-    const int n = ::epoll_wait(epoll_fd_, events, kMaxEvents, busy_poll_ ? 0 : -1);
-    if (n < 0 && errno != EINTR) {
-      spdlog::error("progress engine: epoll_wait failed: {}", std::strerror(errno));
-    }
-    for (int i = 0; i < n; ++i) {
-      auto* handler = static_cast<EventHandler*>(events[i].data.ptr);
-      if (handler == nullptr) {
-        uint64_t drained;
-        [[maybe_unused]] ssize_t r = ::read(wake_fd_, &drained, sizeof(drained));
-        continue;
-      }
-      if (handler == kTimerMarker) {
-        deliverDueWakes();
-        continue;
-      }
-      handler->onEvents(events[i].events);
-    }
-    iterations_.fetch_add(1, std::memory_order_release);
+  const int n = ::epoll_wait(inner_fd_, events, kMaxEvents, timeout_ms);
+  if (n < 0 && errno != EINTR) {
+    spdlog::error("progress engine: epoll_wait failed: {}", std::strerror(errno));
   }
+  for (int i = 0; i < n; ++i) {
+    auto* handler = static_cast<EventHandler*>(events[i].data.ptr);
+    if (handler == nullptr) {
+      uint64_t drained;
+      [[maybe_unused]] ssize_t r = ::read(wake_fd_, &drained, sizeof(drained));
+      continue;
+    }
+    if (handler == kTimerMarker) {
+      deliverDueWakes();
+      continue;
+    }
+    handler->onEvents(events[i].events);
+  }
+}
+
+void ProgressEngine::run() {
+  while (!stop_.load(std::memory_order_relaxed)) {
+    if (busy_poll_) {
+      if (gate_.leaveRequested()) std::this_thread::yield();  // let a quiescing thread have the gate
+      DispatchGate::Turn turn(gate_);
+      dispatchReady(0);
+      continue;
+    }
+    // Woken when the inner set has events, or by a waiter that took the inner set out; then it
+    // looks every kRejoin whether waiters stopped driving. Readiness seen here may be handled
+    // by a waiter before this thread gets the gate; the dispatch then finds nothing.
+    const bool out = inner_out_.load(std::memory_order_acquire);
+    epoll_event ready;
+    const int n = ::epoll_wait(outer_fd_, &ready, 1, out ? static_cast<int>(kRejoin.count()) : -1);
+    if (n < 0 && errno != EINTR) spdlog::error("progress engine: epoll_wait failed: {}", std::strerror(errno));
+    if (stop_.load(std::memory_order_relaxed)) break;
+    if (n > 0 && ready.data.ptr == kKickMarker) {
+      uint64_t drained;
+      [[maybe_unused]] ssize_t r = ::read(kick_fd_, &drained, sizeof(drained));
+    }
+    if (out || inner_out_.load(std::memory_order_acquire)) {
+      rejoinWhenIdle();
+    } else if (n > 0) {
+      DispatchGate::Turn turn(gate_);
+      dispatchReady(0);
+    }
+  }
+}
+
+void ProgressEngine::rejoinWhenIdle() {
+  DispatchGate::Turn turn(gate_, std::try_to_lock);
+  if (!turn.owns()) return;  // a waiter is driving
+  if (inner_out_.load(std::memory_order_relaxed)) {
+    const auto since = std::chrono::steady_clock::now().time_since_epoch() -
+                       std::chrono::nanoseconds(last_drive_end_ns_.load(std::memory_order_relaxed));
+    if (since < kRejoin) return;  // waiters are at it: they will be back soon
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = nullptr;
+    ::epoll_ctl(outer_fd_, EPOLL_CTL_ADD, inner_fd_, &ev);
+    inner_out_.store(false, std::memory_order_release);
+  }
+  dispatchReady(0);
+}
+
+void ProgressEngine::drive(const Request& request, Deadline deadline) {
+  if (busy_poll_ || stop_.load(std::memory_order_relaxed) || gate_.leaveRequested()) return;
+  DispatchGate::Turn turn(gate_, std::try_to_lock);
+  if (!turn.owns()) return;
+  if (!inner_out_.load(std::memory_order_relaxed)) {
+    // The engine thread stops being woken for the sockets; whatever it was already woken for it
+    // handles (finding it done) once it gets the gate. The kick tells it to look back every
+    // kRejoin, so the inner set stays out across a run of waits (two system calls saved on
+    // each) and comes back once waiters stop driving.
+    ::epoll_ctl(outer_fd_, EPOLL_CTL_DEL, inner_fd_, nullptr);
+    inner_out_.store(true, std::memory_order_release);
+    kick();
+  }
+  const auto finished = [&] {
+    return request.test() || gate_.leaveRequested() || stop_.load(std::memory_order_relaxed) || deadline.expired();
+  };
+  // Poll first while waits are short (no wake-up at all), then sleep in epoll_wait.
+  spin_.spin([&] {
+    dispatchReady(0);
+    return finished();
+  });
+  while (!finished()) dispatchReady(millisUntil(deadline));
+  last_drive_end_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
 }
 
 }  // namespace poseidon::transport::tcp

@@ -1,6 +1,14 @@
-// The progress engine: one thread per device that waits on every socket with epoll and calls
-// the owner of each ready socket. It sleeps in epoll_wait, or spins when busy-polling (a wake-up
-// across cores costs ~70 us on these machines, a spin costs a core).
+// The progress engine: one epoll set of every socket of a device and the handlers that own them,
+// run either by the engine's own thread or by a thread waiting on a request (Progress).
+//
+// Two epoll sets: the inner one holds the sockets, a wake-up eventfd and a timerfd; the engine
+// thread sleeps on the outer one, which holds the inner set and a kick eventfd. A waiting
+// thread that takes the dispatch gate removes the inner set from the outer one, so the engine
+// thread is not woken for events the waiter handles itself, and polls the inner set while waits
+// are short (AdaptiveSpin: no wake-up at all), then sleeps in epoll_wait on it: one wake-up per
+// message, as a blocking socket read has. The inner set stays out across a run of waits; the
+// engine thread puts it back once no waiter drove for kRejoin, and handles whatever is ready.
+// With busy-polling the engine thread spins instead of sleeping (a spin costs a core).
 #pragma once
 
 #include <atomic>
@@ -12,54 +20,77 @@
 #include <vector>
 
 #include "common/status.h"
+#include "transport/common/adaptive_spin.h"
+#include "transport/common/dispatch_gate.h"
+#include "transport/progress.h"
+
+struct epoll_event;
 
 namespace poseidon::transport::tcp {
 
 class EventHandler {
  public:
   virtual ~EventHandler() = default;
-  // Called on the engine thread with the epoll event bits.
+  // Called by the thread holding the dispatch gate with the epoll event bits. Readiness may be
+  // stale (another dispatch consumed it): handlers use non-blocking calls only.
   virtual void onEvents(uint32_t events) = 0;
 };
 
-class ProgressEngine {
+class ProgressEngine final : public Progress {
  public:
   explicit ProgressEngine(bool busy_poll);
-  ~ProgressEngine();
+  ~ProgressEngine() override;
   ProgressEngine(const ProgressEngine&) = delete;
   ProgressEngine& operator=(const ProgressEngine&) = delete;
 
   Status add(int fd, EventHandler* handler, uint32_t events);
   Status modify(int fd, EventHandler* handler, uint32_t events);
-  // Stops delivering events for fd. When called from another thread it also waits until the
-  // engine is past any dispatch that may still be using the handler, so the caller may free it.
+  // Stops delivering events for fd. When called from a thread not running handlers it also
+  // waits until no dispatch can still be using the handler, so the caller may free it.
   void remove(int fd);
-  bool inEngineThread() const { return std::this_thread::get_id() == thread_.get_id(); }
+  // True while this thread runs the engine's handlers (the engine thread or a driving waiter).
+  bool dispatchingHere() const { return gate_.heldHere(); }
 
-  // Calls handler->onEvents(EPOLLOUT) on the engine thread once `delay` has passed (a stream
-  // waiting for its send budget to refill). One wake per handler: while one is pending, another
-  // call keeps the earlier time.
+  // Calls handler->onEvents(EPOLLOUT) from a dispatch once `delay` has passed (a stream waiting
+  // for its send budget to refill). One wake per handler: while one is pending, another call
+  // keeps the earlier time.
   void wakeAfter(EventHandler* handler, std::chrono::nanoseconds delay);
   // Drops the handler's pending wake; call before remove(), which then also waits out a wake
   // being delivered.
   void cancelWake(EventHandler* handler);
 
+  // Progress: a waiting thread handles every socket's events until its request completes.
+  void drive(const Request& request, Deadline deadline) override;
+
  private:
   using Wake = std::pair<std::chrono::steady_clock::time_point, EventHandler*>;
+  // How long after the last driving waiter left the engine thread takes the sockets back: the
+  // most an event nobody waits for can sit unhandled after a run of waits.
+  static constexpr std::chrono::milliseconds kRejoin{1};
   void run();
-  void wake();
+  // Engine thread: takes the inner set back if no waiter drives or drove within kRejoin.
+  void rejoinWhenIdle();
+  void wake();  // wakes whoever sleeps on the inner set
+  void kick();  // wakes the engine thread
+  // Under the gate: waits up to `timeout_ms` for events of the inner set and handles them.
+  void dispatchReady(int timeout_ms);
   void armTimerLocked();
   void deliverDueWakes();
 
-  int epoll_fd_ = -1;
+  int inner_fd_ = -1;
+  int outer_fd_ = -1;
   int wake_fd_ = -1;
+  int kick_fd_ = -1;
   int timer_fd_ = -1;  // a timerfd set to the earliest pending wake
+  DispatchGate gate_;
+  AdaptiveSpin spin_;                          // how long a driving waiter polls before it sleeps in epoll_wait
+  std::atomic<bool> inner_out_{false};         // a waiter took the inner set out of the outer one
+  std::atomic<int64_t> last_drive_end_ns_{0};  // steady_clock, when the last driving waiter left
   std::mutex wakes_mutex_;
   std::vector<Wake> wakes_;         // pending, unordered (one per waiting stream: few)
-  std::vector<EventHandler*> due_;  // engine thread: the wakes being delivered
+  std::vector<EventHandler*> due_;  // under the gate: the wakes being delivered
   bool busy_poll_;
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> iterations_{0};
   std::thread thread_;
 };
 

@@ -50,7 +50,7 @@ void Stream::enqueueControlLocked(OutFrame frame) {
   size_t position = 0;
   if (!out_.empty() && out_.front().sent > 0) position = 1;  // a frame in progress finishes first
   while (position < out_.size() && out_[position].op == nullptr) ++position;
-  out_.insert(out_.begin() + static_cast<std::ptrdiff_t>(position), std::move(frame));
+  out_.insert(position, std::move(frame));
 }
 
 void Stream::flushLocked(Completions& done) {
@@ -105,7 +105,7 @@ void Stream::flushLocked(Completions& done) {
         }
         return;
       }
-      // The engine thread sees the error on its next read and fails the pair; failing it here,
+      // The next dispatch sees the error on its read and fails the pair; failing it here,
       // on a caller's thread, could complete receives whose memory the engine is writing.
       broken_ = true;
       shutdownSocket();
@@ -149,7 +149,7 @@ void Stream::onEvents(uint32_t events) {
 
 void Stream::failStream(Status status) { pair_.fail(std::move(status)); }
 
-bool Stream::fillInbox(size_t want, size_t& budget) {
+bool Stream::fillInbox(size_t want, size_t& budget, bool& drained) {
   if (inbox_begin_ > 0) {
     std::memmove(inbox_.data(), inbox_.data() + inbox_begin_, inbox_end_ - inbox_begin_);
     inbox_end_ -= inbox_begin_;
@@ -160,6 +160,7 @@ bool Stream::fillInbox(size_t want, size_t& budget) {
   if (n > 0) {
     inbox_end_ += static_cast<size_t>(n);
     budget -= std::min(budget, static_cast<size_t>(n));
+    drained = static_cast<size_t>(n) < room;
     return true;
   }
   if (n == 0) {
@@ -175,6 +176,9 @@ bool Stream::fillInbox(size_t want, size_t& budget) {
 
 void Stream::onReadable() {
   size_t budget = kReadBudget;
+  // A read shorter than asked emptied the socket: the next one would only return EAGAIN (a
+  // system call a small message need not pay); level-triggered epoll reports later bytes.
+  bool drained = false;
   while (budget > 0 && !pair_.failed()) {
     if (read_state_ == ReadState::kHeader) {
       const size_t have = inbox_end_ - inbox_begin_;
@@ -182,10 +186,10 @@ void Stream::onReadable() {
         // After a large payload the next frame is likely large too: read just its header so
         // the payload lands directly in place.
         const size_t want = last_payload_large_ ? wire::kFrameHeaderSize - have : inbox_.size();
-        if (!fillInbox(want, budget)) return;
+        if (drained || !fillInbox(want, budget, drained)) return;
         continue;
       }
-      auto header = wire::decodeHeader(inbox_.data() + inbox_begin_, limits_, pair_.peerName());
+      auto header = wire::decodeHeader(inbox_.data() + inbox_begin_, limits_, pair_.peerNameRef());
       if (!header) {
         failStream(header.status());
         return;
@@ -210,11 +214,13 @@ void Stream::onReadable() {
       payload_done_ += from_inbox;
     }
     if (payload_done_ < header_.length) {
+      if (drained) return;
       const size_t want = std::min<uint64_t>(header_.length - payload_done_, budget);
       const ssize_t n = ::recv(fd_.get(), payload_dest_ + payload_done_, want, MSG_DONTWAIT);
       if (n > 0) {
         payload_done_ += static_cast<uint64_t>(n);
         budget -= std::min(budget, static_cast<size_t>(n));
+        drained = static_cast<size_t>(n) < want;
       } else if (n == 0) {
         failStream(makeStatus(StatusCode::kConnectionError,
                               "{} closed the connection in the middle of a {} frame (stream {})", pair_.peerName(),

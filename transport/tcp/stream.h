@@ -8,13 +8,15 @@
 
 #include <sys/uio.h>
 
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "transport/common/completion.h"
+#include "transport/common/ring_queue.h"
 #include "transport/common/socket.h"
 #include "transport/request.h"
 #include "transport/tcp/progress_engine.h"
@@ -33,8 +35,8 @@ struct SendOp {
 
 struct OutFrame {
   wire::EncodedHeader header{};
-  std::vector<iovec> payload;
-  size_t size = 0;  // header + payload bytes
+  boost::container::small_vector<iovec, 2> payload;  // a frame spans one or two slices, mostly
+  size_t size = 0;                                   // header + payload bytes
   size_t sent = 0;
   std::shared_ptr<SendOp> op;  // null for control frames
 };
@@ -56,7 +58,7 @@ class Stream final : public EventHandler {
   // A socket error shuts the socket down; the engine thread then fails the pair.
   void flushLocked(Completions& done);
   // Pair lock held: the ops of queued frames, for failing them.
-  std::deque<OutFrame> takeQueueLocked() { return std::move(out_); }
+  RingQueue<OutFrame> takeQueueLocked() { return std::exchange(out_, RingQueue<OutFrame>()); }
 
   void shutdownSocket();
   void onEvents(uint32_t events) override;
@@ -65,7 +67,8 @@ class Stream final : public EventHandler {
   enum class ReadState { kHeader, kPayload };
   void onReadable();
   // Reads into the inbox; false when nothing more can be read now (or the stream failed).
-  bool fillInbox(size_t want, size_t& budget);
+  // `drained`: the read was short, so the socket has nothing more for now.
+  bool fillInbox(size_t want, size_t& budget, bool& drained);
   void failStream(Status status);
 
   TcpPair& pair_;
@@ -75,9 +78,9 @@ class Stream final : public EventHandler {
   wire::DecodeLimits limits_;
   bool want_write_ = false;  // EPOLLOUT armed
   bool broken_ = false;
-  std::deque<OutFrame> out_;
+  RingQueue<OutFrame> out_;
 
-  // Engine thread only.
+  // Under the dispatch gate only.
   ReadState read_state_ = ReadState::kHeader;
   std::vector<uint8_t> inbox_;
   size_t inbox_begin_ = 0;

@@ -101,6 +101,7 @@ Result<std::shared_ptr<VerbsDevice>> VerbsDevice::create(const DeviceOptions& op
   POSEIDON_RETURN_IF_ERROR(setNonBlockingFd(d->channel_->fd));
   POSEIDON_RETURN_IF_ERROR(setNonBlockingFd(d->completion_channel_->fd));
   d->wake_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  reserveRequests(256);  // operations in flight at once before the hot path reaches the heap
   d->engine_ = std::thread([raw = d.get()] { raw->run(); });
   spdlog::debug("transport: verbs device {} listening on {}", d->description_, d->listen_address_);
   return d;
@@ -162,14 +163,11 @@ void VerbsDevice::unregisterPair(uint32_t qp_num) {
       pairs_.erase(it);
     }
   }
-  if (inEngineThread()) return;
-  // The engine may be inside a call into that pair: wait until it finished that iteration.
-  const uint64_t seen = iterations_.load(std::memory_order_acquire);
-  uint64_t one = 1;
-  while (iterations_.load(std::memory_order_acquire) < seen + 2 && !stop_.load()) {
+  // The engine thread or a driving waiter may be inside a call into that pair.
+  gate_.quiesce([this] {
+    uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof(one));
-    std::this_thread::yield();
-  }
+  });
 }
 
 bool VerbsDevice::pollCompletions() {
@@ -256,14 +254,21 @@ void VerbsDevice::onConnectionEvent(rdma_cm_event* event) {
 void VerbsDevice::run() {
   uint64_t loops = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
-    const bool busy = pollCompletions();
-    if (!busy || (++loops & 63) == 0) drainConnectionEvents();
-    iterations_.fetch_add(1, std::memory_order_release);
+    bool busy = false;
+    {
+      if (gate_.leaveRequested()) std::this_thread::yield();  // a quiescing thread goes first
+      DispatchGate::Turn turn(gate_);
+      busy = pollCompletions();
+      if (!busy || (++loops & 63) == 0) drainConnectionEvents();
+      if (!busy && !options_.busy_poll) {
+        // Idle: arm the completion channel and look once more (a completion may have slipped
+        // in before arming).
+        ibv_req_notify_cq(cq_, 0);
+        busy = pollCompletions();
+      }
+    }
     if (busy || options_.busy_poll) continue;
-    // Idle: arm the completion channel, look once more (a completion may have slipped in
-    // before arming), then sleep until a completion, a connection event or a wake-up.
-    ibv_req_notify_cq(cq_, 0);
-    if (pollCompletions()) continue;
+    // Sleep until a completion, a connection event or a wake-up.
     pollfd fds[3] = {{completion_channel_->fd, POLLIN, 0}, {channel_->fd, POLLIN, 0}, {wake_.get(), POLLIN, 0}};
     ::poll(fds, 3, 100);
     if (fds[0].revents & POLLIN) {
@@ -276,6 +281,16 @@ void VerbsDevice::run() {
       [[maybe_unused]] ssize_t n = ::read(wake_.get(), &drained, sizeof(drained));
     }
   }
+}
+
+void VerbsDevice::drive(const Request& request, Deadline deadline) {
+  if (options_.busy_poll || stop_.load(std::memory_order_relaxed) || gate_.leaveRequested()) return;
+  DispatchGate::Turn turn(gate_, std::try_to_lock);
+  if (!turn.owns()) return;
+  spin_.spin([&] {
+    if (!request.test()) pollCompletions();
+    return request.test() || deadline.expired() || gate_.leaveRequested() || stop_.load(std::memory_order_relaxed);
+  });
 }
 
 Result<std::shared_ptr<Device>> createVerbsDevice(const DeviceOptions& options) {

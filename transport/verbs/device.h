@@ -16,6 +16,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "transport/common/adaptive_spin.h"
+#include "transport/common/dispatch_gate.h"
 #include "transport/common/region_registry.h"
 #include "transport/common/socket.h"
 #include "transport/device.h"
@@ -25,7 +27,7 @@ namespace poseidon::transport::verbs {
 class VerbsContext;
 class VerbsPair;
 
-class VerbsDevice final : public Device, public std::enable_shared_from_this<VerbsDevice> {
+class VerbsDevice final : public Device, public Progress, public std::enable_shared_from_this<VerbsDevice> {
  public:
   static Result<std::shared_ptr<VerbsDevice>> create(const DeviceOptions& options);
   ~VerbsDevice() override;
@@ -52,7 +54,9 @@ class VerbsDevice final : public Device, public std::enable_shared_from_this<Ver
   // Completions for qp_num go to pair; unregister returns once the engine no longer uses it.
   Status registerPair(uint32_t qp_num, VerbsPair* pair);
   void unregisterPair(uint32_t qp_num);
-  bool inEngineThread() const { return std::this_thread::get_id() == engine_.get_id(); }
+  // Progress: a waiting thread polls the completion queue itself for a while (adaptive spin);
+  // the engine thread keeps sleeping on the completion channel and handles what is left.
+  void drive(const Request& request, Deadline deadline) override;
 
  private:
   explicit VerbsDevice(const DeviceOptions& options) : options_(options) {}
@@ -78,7 +82,8 @@ class VerbsDevice final : public Device, public std::enable_shared_from_this<Ver
 
   Fd wake_;
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> iterations_{0};
+  DispatchGate gate_;  // completions and connection events are handled under it
+  AdaptiveSpin spin_;
   std::thread engine_;
 
   std::mutex contexts_mutex_;  // held while a connect request is routed to its context

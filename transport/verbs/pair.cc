@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "transport/common/block_pool.h"
 #include "transport/common/slices.h"
 #include "transport/verbs/device.h"
 #include "transport/verbs/explicit_gid.h"
@@ -24,7 +25,7 @@ uint64_t wrId(WrKind kind, uint64_t index) { return (uint64_t{kind} << kKindShif
 }  // namespace
 
 VerbsPair::VerbsPair(VerbsDevice& device, uint64_t context_id, int self_rank, int peer_rank)
-    : PairBase(peer_rank),
+    : PairBase(peer_rank, device.options().waiters_drive ? &device : nullptr),
       device_(device),
       context_id_(context_id),
       self_rank_(self_rank),
@@ -63,9 +64,9 @@ Status VerbsPair::createQueuePair(rdma_cm_id* id, bool passive, std::function<vo
   attr.cap.max_recv_wr = kRingSlots;
   attr.cap.max_send_sge = device_.maxSge();
   attr.cap.max_recv_sge = 1;
-  if (peer_address_.empty()) {
+  if (!hasPeerAddress()) {
     const sockaddr* peer = rdma_get_peer_addr(id);
-    if (peer) peer_address_ = formatSockaddr(peer, sizeof(sockaddr_storage));
+    if (peer) setPeerAddress(formatSockaddr(peer, sizeof(sockaddr_storage)));
   }
   const int gid_index = device_.options().gid_index;
   if (gid_index >= 0) {
@@ -287,7 +288,7 @@ Status VerbsPair::injectRawControl(std::span<const uint8_t> bytes) {
 // Pair operations
 
 RequestPtr VerbsPair::sendv(uint32_t tag, std::span<const Slice> slices) {
-  auto request = std::make_shared<Request>(describe("send", tag));
+  auto request = newRequest(sendLabel(tag));
   Status invalid = checks_.send(*request, slices);
   if (invalid.isOk()) invalid = stageOut(*request, slices);
   return submit(request, invalid, [&](Completions& done) {
@@ -311,7 +312,8 @@ void VerbsPair::startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, co
     done.push_back({send.op->request, sendExceedsRoom(*send.op->request, send.op->bytes, cts.room, peerName())});
     return;
   }
-  Status st = enqueueWritesLocked(send.slices, cts.address, cts.rkey, send.op);
+  Status st = enqueueWritesLocked(std::span<const Slice>(send.slices.data(), send.slices.size()), cts.address, cts.rkey,
+                                  send.op);
   if (!st.isOk()) {
     failRequest(done, send.op->request, st);
     return;
@@ -322,7 +324,7 @@ void VerbsPair::startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, co
 }
 
 RequestPtr VerbsPair::recv(uint32_t tag, MemoryRegion& region, uint64_t offset, uint64_t length) {
-  auto request = std::make_shared<Request>(describe("recv", tag));
+  auto request = newRequest(recvLabel(tag));
   return submit(request, checks_.recv(*request, region, offset, length), [&](Completions& done) {
     ControlMessage cts;
     cts.type = ControlType::kClearToSend;
@@ -338,12 +340,14 @@ RequestPtr VerbsPair::recv(uint32_t tag, MemoryRegion& region, uint64_t offset, 
 
 RequestPtr VerbsPair::write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
                             uint64_t remote_offset, uint64_t length, uint32_t imm) {
-  auto request =
-      std::make_shared<Request>(fmt::format("write of {} bytes to region {} of {}", length, remote.key, peerName()));
+  auto request = newRequest(writeLabel(length, remote.key));
   Status invalid = checks_.write(*request, local, local_offset, remote, remote_offset, length);
-  if (invalid.isOk()) invalid = local.stageOut(local_offset, length).withContext(request->what());
+  if (invalid.isOk()) {
+    invalid = local.stageOut(local_offset, length);
+    if (!invalid.isOk()) invalid = invalid.withContext(request->what());
+  }
   return submit(request, invalid, [&](Completions& done) {
-    auto op = std::make_shared<SendOp>();
+    auto op = std::allocate_shared<SendOp>(PoolAllocator<SendOp>());
     op->request = request;
     op->bytes = length;
     const Slice slice{&local, local_offset, length};
@@ -492,10 +496,9 @@ Status VerbsPair::onControlLocked(const ControlMessage& m, Completions& done) {
       }
       // A failed copy to the device leaves the message undeliverable: the pair fails with it,
       // and so does this receive, which the pair no longer holds.
-      const Status landed =
-          posted.region->stageIn(posted.offset, m.total)
-              .withContext(fmt::format("landing message {} on tag {} in device memory", m.seq, m.tag));
+      Status landed = posted.region->stageIn(posted.offset, m.total);
       if (!landed.isOk()) {
+        landed = landed.withContext(fmt::format("landing message {} on tag {} in device memory", m.seq, m.tag));
         failRequest(done, posted.request, landed);
         return landed;
       }
@@ -526,8 +529,9 @@ Status VerbsPair::onStagedWriteLocked(const ControlMessage& m) {
                       "[0x{:x}, +{})",
                       peerName(), m.total, m.address, m.rkey, base, region->size());
   }
-  return region->stageIn(m.address - base, m.total)
-      .withContext(fmt::format("landing a write of {} bytes from {} in device memory", m.total, peerName()));
+  Status landed = region->stageIn(m.address - base, m.total);
+  if (landed.isOk()) return landed;
+  return landed.withContext(fmt::format("landing a write of {} bytes from {} in device memory", m.total, peerName()));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ class VerbsPair final : public PairBase {
   Result<ibv_gid> moveToRts(const std::optional<ibv_gid>& peer_gid);
   // The GID of DeviceOptions::gid_index on this pair's port, announced in the connect request.
   Result<ibv_gid> configuredGid() const;
-  void setPeerAddress(const std::string& address) { peer_address_ = address; }
+  using PairBase::setPeerAddress;
   // Active side: runs the secret handshake over the established QP, blocking until done
   // (handshake.cc, like the passive side's onHandshakeLocked).
   Status clientHandshake(const std::string& secret, Deadline deadline);
