@@ -23,6 +23,10 @@ class Progress {
   // caller then checks the request and sleeps on it if still pending. Never called from inside
   // the device's own event handling.
   virtual void drive(const Request& request, Deadline deadline) = 0;
+  // The caller is about to sleep on a request it could not finish by driving, and has woken
+  // again: while anyone sleeps, a driver that leaves hands the wire straight back to the engine
+  // thread instead of keeping it for the next wait.
+  virtual void sleeping(bool asleep) { (void)asleep; }
 };
 
 }  // namespace poseidon::transport

@@ -56,7 +56,15 @@ Status Request::wait(Deadline deadline) {
   if (progress_ != nullptr) {
     progress_->drive(*this, deadline);
     if (test()) return status_;
+    progress_->sleeping(true);
+    Status status = sleep(deadline);
+    progress_->sleeping(false);
+    return status;
   }
+  return sleep(deadline);
+}
+
+Status Request::sleep(Deadline deadline) {
   const int64_t spin = g_spin_nanos.load(std::memory_order_relaxed);
   if (spin > 0) {
     const auto spin_until = Clock::now() + std::chrono::nanoseconds(spin);

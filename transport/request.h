@@ -69,6 +69,9 @@ class Request {
   static void setSpinNanos(int64_t nanos);
 
  private:
+  // wait() without driving: spins briefly, then sleeps until complete() or the deadline.
+  Status sleep(Deadline deadline);
+
   std::atomic<bool> done_{false};
   mutable std::mutex mutex_;
   std::condition_variable cv_;

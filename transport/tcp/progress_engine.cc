@@ -234,6 +234,15 @@ void ProgressEngine::drive(const Request& request, Deadline deadline) {
   });
   while (!finished()) dispatchReady(millisUntil(deadline));
   last_drive_end_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  if (sleepers_.load(std::memory_order_acquire) > 0 || !request.test()) {
+    // Someone sleeps on a request (this thread, too, if it leaves unfinished): the engine
+    // thread takes the sockets back now rather than after kRejoin.
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = nullptr;
+    ::epoll_ctl(outer_fd_, EPOLL_CTL_ADD, inner_fd_, &ev);
+    inner_out_.store(false, std::memory_order_release);
+  }
 }
 
 }  // namespace poseidon::transport::tcp

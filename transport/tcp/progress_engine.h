@@ -61,6 +61,7 @@ class ProgressEngine final : public Progress {
 
   // Progress: a waiting thread handles every socket's events until its request completes.
   void drive(const Request& request, Deadline deadline) override;
+  void sleeping(bool asleep) override { sleepers_.fetch_add(asleep ? 1 : -1, std::memory_order_acq_rel); }
 
  private:
   using Wake = std::pair<std::chrono::steady_clock::time_point, EventHandler*>;
@@ -84,6 +85,7 @@ class ProgressEngine final : public Progress {
   int timer_fd_ = -1;  // a timerfd set to the earliest pending wake
   DispatchGate gate_;
   AdaptiveSpin spin_;                          // how long a driving waiter polls before it sleeps in epoll_wait
+  std::atomic<int> sleepers_{0};               // threads asleep on a request of this device
   std::atomic<bool> inner_out_{false};         // a waiter took the inner set out of the outer one
   std::atomic<int64_t> last_drive_end_ns_{0};  // steady_clock, when the last driving waiter left
   std::mutex wakes_mutex_;
