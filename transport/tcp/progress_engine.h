@@ -7,7 +7,8 @@
 // thread is not woken for events the waiter handles itself, and polls the inner set while waits
 // are short (AdaptiveSpin: no wake-up at all), then sleeps in epoll_wait on it: one wake-up per
 // message, as a blocking socket read has. The inner set stays out across a run of waits; the
-// engine thread puts it back once no waiter drove for kRejoin, and handles whatever is ready.
+// engine thread puts it back once no waiter drove for kRejoin, and handles whatever is ready —
+// or at once, when a driver leaves while other threads sleep on requests of this device.
 // With busy-polling the engine thread spins instead of sleeping (a spin costs a core).
 #pragma once
 
