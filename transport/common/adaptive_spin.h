@@ -27,23 +27,24 @@ class AdaptiveSpin {
   // A spin of a positive limit ended: done within it after `took`, or not.
   void record(bool done, std::chrono::nanoseconds took);
 
-  // Polls `done` (and yields) until it returns true or the limit passes, and records how the
-  // spin went. True when `done` did.
-  template <typename Poll>
-  bool spin(Poll&& done);
+  // Polls `done` (and yields) until it returns true, `give_up` does (a deadline, a shutdown: not
+  // recorded, it says nothing about how long waits take) or the limit passes, and records how
+  // the spin went. True when `done` did.
+  template <typename Poll, typename GiveUp>
+  bool spin(Poll&& done, GiveUp&& give_up);
 
  private:
   static constexpr int64_t kOne = 1024;  // fixed point of hit_rate_
   const int64_t cap_ns_;
-  std::atomic<int64_t> success_ns_;       // moving average of waits done within their spin
+  std::atomic<int64_t> success_ns_;      // moving average of waits done within their spin
   std::atomic<int64_t> hit_rate_{kOne};  // moving average of spins that ended done, x kOne
   std::atomic<uint32_t> waits_{0};
 };
 
 void yieldCore();
 
-template <typename Poll>
-bool AdaptiveSpin::spin(Poll&& done) {
+template <typename Poll, typename GiveUp>
+bool AdaptiveSpin::spin(Poll&& done, GiveUp&& give_up) {
   const auto start = std::chrono::steady_clock::now();
   const auto spin_for = limit();
   if (spin_for.count() == 0) return done();
@@ -53,6 +54,7 @@ bool AdaptiveSpin::spin(Poll&& done) {
       record(true, std::chrono::steady_clock::now() - start);
       return true;
     }
+    if (give_up()) return false;
     if (std::chrono::steady_clock::now() >= until) {
       record(false, spin_for);
       return false;

@@ -16,7 +16,9 @@ class RingQueue {
  public:
   using iterator = typename boost::circular_buffer<T>::iterator;
 
-  explicit RingQueue(size_t initial_capacity = 16) : ring_(initial_capacity) {}
+  // No memory until the first push: a rendezvous keeps three rings per tag a peer names, and an
+  // empty one must cost only its header.
+  RingQueue() = default;
 
   bool empty() const { return ring_.empty(); }
   size_t size() const { return ring_.size(); }
@@ -41,8 +43,9 @@ class RingQueue {
 
  private:
   void makeRoom() {
-    if (ring_.full()) ring_.set_capacity(std::max<size_t>(8, 2 * ring_.capacity()));
+    if (ring_.full()) ring_.set_capacity(std::max<size_t>(kFirstCapacity, 2 * ring_.capacity()));
   }
+  static constexpr size_t kFirstCapacity = 16;
   boost::circular_buffer<T> ring_;
 };
 

@@ -45,10 +45,9 @@ ProgressEngine::ProgressEngine(bool busy_poll) : busy_poll_(busy_poll) {
   ::epoll_ctl(inner_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
   ev.data.ptr = kTimerMarker;
   ::epoll_ctl(inner_fd_, EPOLL_CTL_ADD, timer_fd_, &ev);
-  ev.data.ptr = nullptr;
-  ::epoll_ctl(outer_fd_, EPOLL_CTL_ADD, inner_fd_, &ev);
   ev.data.ptr = kKickMarker;
   ::epoll_ctl(outer_fd_, EPOLL_CTL_ADD, kick_fd_, &ev);
+  rejoinLocked();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -195,6 +194,14 @@ void ProgressEngine::run() {
   }
 }
 
+void ProgressEngine::rejoinLocked() {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = nullptr;  // the inner set, in the outer one
+  ::epoll_ctl(outer_fd_, EPOLL_CTL_ADD, inner_fd_, &ev);
+  inner_out_.store(false, std::memory_order_release);
+}
+
 void ProgressEngine::rejoinWhenIdle() {
   DispatchGate::Turn turn(gate_, std::try_to_lock);
   if (!turn.owns()) return;  // a waiter is driving
@@ -202,11 +209,7 @@ void ProgressEngine::rejoinWhenIdle() {
     const auto since = std::chrono::steady_clock::now().time_since_epoch() -
                        std::chrono::nanoseconds(last_drive_end_ns_.load(std::memory_order_relaxed));
     if (since < kRejoin) return;  // waiters are at it: they will be back soon
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.ptr = nullptr;
-    ::epoll_ctl(outer_fd_, EPOLL_CTL_ADD, inner_fd_, &ev);
-    inner_out_.store(false, std::memory_order_release);
+    rejoinLocked();
   }
   dispatchReady(0);
 }
@@ -224,24 +227,22 @@ void ProgressEngine::drive(const Request& request, Deadline deadline) {
     inner_out_.store(true, std::memory_order_release);
     kick();
   }
-  const auto finished = [&] {
-    return request.test() || gate_.leaveRequested() || stop_.load(std::memory_order_relaxed) || deadline.expired();
+  const auto give_up = [&] {
+    return gate_.leaveRequested() || stop_.load(std::memory_order_relaxed) || deadline.expired();
   };
   // Poll first while waits are short (no wake-up at all), then sleep in epoll_wait.
-  spin_.spin([&] {
-    dispatchReady(0);
-    return finished();
-  });
-  while (!finished()) dispatchReady(millisUntil(deadline));
+  spin_.spin(
+      [&] {
+        dispatchReady(0);
+        return request.test();
+      },
+      give_up);
+  while (!request.test() && !give_up()) dispatchReady(millisUntil(deadline));
   last_drive_end_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   if (sleepers_.load(std::memory_order_acquire) > 0 || !request.test()) {
     // Someone sleeps on a request (this thread, too, if it leaves unfinished): the engine
     // thread takes the sockets back now rather than after kRejoin.
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.ptr = nullptr;
-    ::epoll_ctl(outer_fd_, EPOLL_CTL_ADD, inner_fd_, &ev);
-    inner_out_.store(false, std::memory_order_release);
+    rejoinLocked();
   }
 }
 

@@ -72,6 +72,8 @@ class ProgressEngine final : public Progress {
   void run();
   // Engine thread: takes the inner set back if no waiter drives or drove within kRejoin.
   void rejoinWhenIdle();
+  // Under the gate (or before the engine thread runs): puts the inner set back in the outer one.
+  void rejoinLocked();
   void wake();  // wakes whoever sleeps on the inner set
   void kick();  // wakes the engine thread
   // Under the gate: waits up to `timeout_ms` for events of the inner set and handles them.

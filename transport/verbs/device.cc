@@ -287,10 +287,12 @@ void VerbsDevice::drive(const Request& request, Deadline deadline) {
   if (options_.busy_poll || stop_.load(std::memory_order_relaxed) || gate_.leaveRequested()) return;
   DispatchGate::Turn turn(gate_, std::try_to_lock);
   if (!turn.owns()) return;
-  spin_.spin([&] {
-    if (!request.test()) pollCompletions();
-    return request.test() || deadline.expired() || gate_.leaveRequested() || stop_.load(std::memory_order_relaxed);
-  });
+  spin_.spin(
+      [&] {
+        if (!request.test()) pollCompletions();
+        return request.test();
+      },
+      [&] { return deadline.expired() || gate_.leaveRequested() || stop_.load(std::memory_order_relaxed); });
 }
 
 Result<std::shared_ptr<Device>> createVerbsDevice(const DeviceOptions& options) {
