@@ -22,9 +22,11 @@ struct DeviceOptions {
   int streams = 1;                         // tcp: parallel connections per pair (1..64)
   uint64_t stripe_bytes = 1u << 20;        // tcp: a message is cut into pieces of this size over the streams
   uint32_t max_frame_payload = 64u << 20;  // largest frame a peer may send us
-  bool payload_crc = false;                // tcp: CRC32C over every payload (headers always carry one)
-  int socket_buffer_bytes = 0;             // tcp: SO_SNDBUF/SO_RCVBUF; 0 keeps kernel autotuning
-  bool busy_poll = false;                  // progress engine spins instead of sleeping in epoll_wait
+  // tcp: CRC32C over every payload too (headers always carry one), so a flipped bit on the way is a
+  // named error, never a silently wrong gradient; verbs relies on the link's own CRC (RoCE ICRC).
+  bool payload_crc = true;
+  int socket_buffer_bytes = 0;  // tcp: SO_SNDBUF/SO_RCVBUF; 0 keeps kernel autotuning
+  bool busy_poll = false;       // progress engine spins instead of sleeping in epoll_wait
   // A thread waiting on a request drives the device itself (reads its sockets, polls its
   // completion queue) while no other thread does, instead of sleeping until the engine thread
   // hands the completion over (transport/progress.h). false: only the engine thread drives.

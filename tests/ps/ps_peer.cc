@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
     launch.root_host = host_port->first;
     launch.root_port = host_port->second;
   }
-  auto store = transport::bootstrap::openStore(launch, deadline);
+  auto store = transport::bootstrap::openStore(launch, deadline, "ps-peer-secret");
   if (!store) return fail(store.status(), "store");
   transport::DeviceOptions device_options;
   device_options.backend = backend;

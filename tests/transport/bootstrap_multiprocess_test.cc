@@ -81,7 +81,7 @@ int rendezvous() {
   if (!info) return fail(kDetectFailed, -1, info.status());
   const int rank = info->rank;
   if (rank == 0) std::this_thread::sleep_for(200ms);  // the root comes last; the others retry
-  Result<std::unique_ptr<Store>> store = openStore(*info, Deadline::after(5s));
+  Result<std::unique_ptr<Store>> store = openStore(*info, Deadline::after(5s), "");
   if (!store) return fail(kOpenFailed, rank, store.status());
   Status set = setString(**store, "pid/" + std::to_string(rank), std::to_string(::getpid()));
   if (!set.isOk()) return fail(kStoreFailed, rank, set);
@@ -134,7 +134,7 @@ TEST(BootstrapMultiprocess, RootKilledWhileOthersWaitGivesConnectionError) {
   const auto body = []() -> int {
     Result<LaunchInfo> info = detectLaunch();
     if (!info) return fail(kDetectFailed, -1, info.status());
-    Result<std::unique_ptr<Store>> store = openStore(*info, Deadline::after(5s));
+    Result<std::unique_ptr<Store>> store = openStore(*info, Deadline::after(5s), "");
     if (!store) return fail(kOpenFailed, info->rank, store.status());
     if (info->rank == 0) {
       // Wait until both others are parked in get(), then die without any clean-up.

@@ -1,18 +1,13 @@
 // Bootstrap: the stores ranks rendezvous through, the launcher environment, and openStore.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
-#include <spdlog/spdlog.h>
 #include <stdlib.h>
 #include <sys/file.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <thread>
 
@@ -21,7 +16,6 @@
 #include "transport/bootstrap/launch_env.h"
 #include "transport/bootstrap/open_store.h"
 #include "transport/bootstrap/store.h"
-#include "transport/bootstrap/store_protocol.h"
 #include "transport/bootstrap/tcp_store.h"
 #include "transport/bootstrap/tcp_store_server.h"
 #include "transport/common/socket.h"
@@ -53,74 +47,6 @@ std::unique_ptr<TcpStore> connectTo(uint16_t port) {
 uint16_t unusedPort() { return testing::free_loopback_port(); }
 
 double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-// Captures what the library logs (from any thread), to check that a dropped connection says why.
-class LogCapture {
- public:
-  LogCapture() : previous_(spdlog::default_logger()), sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink_));
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-  std::string text() const {
-    std::string all;
-    for (const std::string& line : sink_->last_formatted()) all += line;
-    return all;
-  }
-
- private:
-  std::shared_ptr<spdlog::logger> previous_;
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-};
-
-// A raw connection, for sending what no TcpStore would.
-Fd rawConnect(uint16_t port) {
-  Result<Fd> fd = connectOnce("127.0.0.1", port, soon());
-  if (!fd) ADD_FAILURE() << fd.status().toString();
-  return fd ? std::move(*fd) : Fd();
-}
-
-void sendRaw(int fd, const Bytes& data) {
-  ASSERT_TRUE(sendAll(fd, data.data(), data.size(), soon(), "test server").isOk());
-}
-
-// True when the peer closes (or resets) the connection before the deadline; reads and drops
-// anything it sends first (the server's error reply).
-bool closedByPeer(int fd, Deadline deadline) {
-  uint8_t buffer[4096];
-  while (!deadline.expired()) {
-    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
-    if (n == 0) return true;
-    if (n < 0 && errno == ECONNRESET) return true;
-    if (n < 0 && errno != EAGAIN && errno != EINTR) return true;
-    if (n < 0) {
-      pollfd p{fd, POLLIN, 0};
-      ::poll(&p, 1, 50);
-    }
-  }
-  return false;
-}
-
-Bytes header(uint32_t magic, uint16_t version, uint16_t op, uint32_t key_bytes, uint32_t value_bytes) {
-  Bytes out;
-  auto put = [&](uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  };
-  put(magic, 4);
-  put(version, 2);
-  put(op, 2);
-  put(key_bytes, 4);
-  put(value_bytes, 4);
-  return out;
-}
-
-// Resident memory of this process (server and clients share it in these tests).
-size_t residentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  size_t pages = 0;
-  size_t resident = 0;
-  statm >> pages >> resident;
-  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-}
 
 class TempDir {
  public:
@@ -316,213 +242,6 @@ INSTANTIATE_TEST_SUITE_P(Backends, StoreSemantics, ::testing::Values("tcp", "fil
 
 // ---------------------------------------------------------------------------------------------
 // TCP store: what only the network side can get wrong.
-
-TEST(TcpStore, ReportsItsEphemeralPortAndAddress) {
-  auto server = startServer();
-  ASSERT_NE(server, nullptr);
-  EXPECT_NE(server->port(), 0);
-  EXPECT_EQ(server->address(), fmt::format("127.0.0.1:{}", server->port()));
-}
-
-TEST(TcpStore, BindingABusyPortFailsNamingIt) {
-  auto server = startServer();
-  ASSERT_NE(server, nullptr);
-  Result<std::unique_ptr<TcpStoreServer>> second = TcpStoreServer::start("127.0.0.1", server->port());
-  ASSERT_FALSE(second);
-  EXPECT_NE(second.status().message().find(std::to_string(server->port())), std::string::npos)
-      << second.status().message();
-}
-
-TEST(TcpStore, LargeValuesRoundTrip) {
-  auto server = startServer();
-  ASSERT_NE(server, nullptr);
-  auto writer = connectTo(server->port());
-  auto reader = connectTo(server->port());
-  Bytes value(8 << 20);
-  for (size_t i = 0; i < value.size(); ++i) value[i] = static_cast<uint8_t>(i * 7 + 3);
-  // The reader parks first, so the server answers it from the wake-up path.
-  std::thread parked([&] {
-    Result<Bytes> got = reader->get("blob", soon());
-    ASSERT_TRUE(got) << got.status().toString();
-    EXPECT_TRUE(*got == value);
-  });
-  std::this_thread::sleep_for(50ms);
-  ASSERT_TRUE(writer->set("blob", value).isOk());
-  parked.join();
-  EXPECT_TRUE(writer->get("blob", soon()).value() == value);
-}
-
-TEST(TcpStore, GarbageClosesOnlyThatConnection) {
-  LogCapture log;
-  auto server = startServer();
-  ASSERT_NE(server, nullptr);
-  auto good = connectTo(server->port());
-  ASSERT_NE(good, nullptr);
-  ASSERT_TRUE(setString(*good, "before", "yes").isOk());
-
-  // A well-behaved client parked in get() must survive everything below too.
-  auto waiter = connectTo(server->port());
-  std::thread parked([&] { EXPECT_EQ(getString(*waiter, "after", soon()).value(), "done"); });
-
-  struct Case {
-    const char* what;
-    Bytes data;
-    const char* logged;  // part of the reason the server must log
-  };
-  const uint32_t magic = kStoreMagic;
-  const std::vector<Case> cases = {
-      {"bad magic", header(0xdeadbeef, 1, 1, 1, 1), "magic 0xdeadbeef"},
-      {"bad version", header(magic, 9, 1, 1, 1), "version 9"},
-      {"bad op", header(magic, 1, 77, 1, 1), "op 77"},
-      {"absurd value length", header(magic, 1, 1, 3, 0xFFFFFFFF), "4294967295 exceeds limit"},
-      {"absurd key length", header(magic, 1, 2, 0xFFFFFFFF, 0), "key length 4294967295"},
-      {"get with a body", header(magic, 1, 2, 1, 5), "value length 5, expected 0"},
-      {"add with a short delta", header(magic, 1, 3, 1, 4), "value length 4, expected 8"},
-      {"text instead of a header", bytes("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), "magic 0x20544547"},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.what);
-    Fd raw = rawConnect(server->port());
-    ASSERT_TRUE(raw.valid());
-    sendRaw(raw.get(), c.data);
-    EXPECT_TRUE(closedByPeer(raw.get(), Deadline::after(2s))) << "server kept a connection that sent " << c.what;
-    EXPECT_NE(log.text().find(c.logged), std::string::npos) << log.text();
-    // Every other client is still served.
-    EXPECT_EQ(getString(*good, "before", soon()).value(), "yes");
-  }
-
-  // A client that hangs up in the middle of a request.
-  {
-    Fd raw = rawConnect(server->port());
-    Bytes partial = header(magic, 1, 1, 3, 100);
-    partial.push_back('k');
-    sendRaw(raw.get(), partial);
-  }
-  EXPECT_EQ(good->add("count", 1).value(), 1);
-  ASSERT_TRUE(setString(*good, "after", "done").isOk());
-  parked.join();
-}
-
-TEST(TcpStore, ServerDestroyedWhileClientWaitsGivesConnectionError) {
-  auto server = startServer();
-  ASSERT_NE(server, nullptr);
-  auto client = connectTo(server->port());
-  ASSERT_NE(client, nullptr);
-  const auto start = Clock::now();
-  std::thread stopper([&] {
-    std::this_thread::sleep_for(200ms);
-    server.reset();
-  });
-  Result<Bytes> got = client->get("never", Deadline::after(5s));
-  const double waited = secondsSince(start);
-  stopper.join();
-  ASSERT_FALSE(got);
-  EXPECT_EQ(got.status().code(), StatusCode::kConnectionError) << got.status().toString();
-  EXPECT_NE(got.status().message().find("'never'"), std::string::npos) << got.status().message();
-  EXPECT_LT(waited, 2.0);
-
-  // Later calls fail at once too: the server is gone, nothing retries until a deadline.
-  const auto again = Clock::now();
-  EXPECT_EQ(client->set("k", bytes("v")).code(), StatusCode::kConnectionError);
-  EXPECT_EQ(client->get("k", Deadline::after(5s)).status().code(), StatusCode::kConnectionError);
-  EXPECT_LT(secondsSince(again), 2.0);
-}
-
-TEST(TcpStore, ConnectRetriesUntilTheServerComesUp) {
-  const uint16_t port = unusedPort();
-  ASSERT_NE(port, 0);
-  std::unique_ptr<TcpStoreServer> server;
-  std::thread late_root([&] {
-    std::this_thread::sleep_for(300ms);
-    Result<std::unique_ptr<TcpStoreServer>> started = TcpStoreServer::start("127.0.0.1", port);
-    ASSERT_TRUE(started) << started.status().toString();
-    server = std::move(*started);
-  });
-  Result<std::unique_ptr<TcpStore>> client = TcpStore::connect("127.0.0.1", port, soon());
-  late_root.join();
-  ASSERT_TRUE(client) << client.status().toString();
-  EXPECT_TRUE(setString(**client, "k", "v").isOk());
-}
-
-TEST(TcpStore, ConnectGivesUpAtTheDeadlineNamingTheAddress) {
-  const uint16_t port = unusedPort();
-  ASSERT_NE(port, 0);
-  const auto start = Clock::now();
-  Result<std::unique_ptr<TcpStore>> client = TcpStore::connect("127.0.0.1", port, Deadline::after(300ms));
-  const double waited = secondsSince(start);
-  ASSERT_FALSE(client);
-  EXPECT_EQ(client.status().code(), StatusCode::kConnectionError);
-  EXPECT_NE(client.status().message().find(fmt::format("127.0.0.1:{}", port)), std::string::npos)
-      << client.status().message();
-  EXPECT_GE(waited, 0.25);
-  EXPECT_LT(waited, 2.0);
-}
-
-TEST(TcpStore, ServerRefusesToHoldMoreThanItsLimit) {
-  TcpStoreServerOptions options;
-  options.max_total_bytes = 1000;
-  Result<std::unique_ptr<TcpStoreServer>> server = TcpStoreServer::start("127.0.0.1", 0, options);
-  ASSERT_TRUE(server);
-  auto client = connectTo((*server)->port());
-  ASSERT_TRUE(client->set("small", Bytes(500)).isOk());
-  Status status = client->set("large", Bytes(600));
-  ASSERT_FALSE(status.isOk());
-  // The server says why before closing, unless the close overtakes the reply (a reset).
-  if (status.code() != StatusCode::kConnectionError) {
-    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(status.message().find("limit 1000"), std::string::npos) << status.message();
-  }
-  // Replacing a value frees its room; the client reconnects after the dropped connection.
-  EXPECT_TRUE(client->set("small", Bytes(10)).isOk());
-  EXPECT_TRUE(client->set("large", Bytes(600)).isOk());
-  EXPECT_EQ(client->get("large", soon()).value().size(), 600u);
-}
-
-TEST(TcpStore, ManyClientsAnnouncingHugeValuesCostNothingUntilTheBytesArrive) {
-  auto server = startServer();
-  ASSERT_NE(server, nullptr);
-  // Each announces a 60 MiB set and sends 10 bytes: the server must not set aside 60 MiB each.
-  const size_t rss_before = residentBytes();
-  std::vector<Fd> hogs;
-  for (int i = 0; i < 8; ++i) {
-    hogs.push_back(rawConnect(server->port()));
-    Bytes data = header(kStoreMagic, 1, 1, 1, 60u << 20);
-    data.resize(data.size() + 10, 'x');
-    sendRaw(hogs.back().get(), data);
-  }
-  auto client = connectTo(server->port());
-  ASSERT_TRUE(setString(*client, "k", "v").isOk());
-  EXPECT_EQ(getString(*client, "k", soon()).value(), "v");
-  std::this_thread::sleep_for(50ms);  // let the server read every header
-  EXPECT_LT(residentBytes(), rss_before + (64u << 20)) << "the server allocated what the headers announced";
-  hogs.clear();  // hanging up mid-request releases their reservations
-  EXPECT_TRUE(client->set("after", Bytes(1 << 20)).isOk());
-}
-
-TEST(TcpStore, ResponseHeadersAreValidatedToo) {
-  // A fake server that answers with an absurd length: the client must refuse, not allocate.
-  Result<Fd> listener = listenOn("127.0.0.1", 0);
-  ASSERT_TRUE(listener);
-  Result<SocketAddress> bound = localAddress(listener->get());
-  ASSERT_TRUE(bound) << bound.status().toString();
-  const uint16_t port = bound->port();
-  std::thread fake([&] {
-    pollfd p{listener->get(), POLLIN, 0};
-    ASSERT_EQ(::poll(&p, 1, 5000), 1);
-    Fd conn(::accept(listener->get(), nullptr, nullptr));
-    Bytes reply = {0x50, 0x53, 0x54, 0x52, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
-    ::send(conn.get(), reply.data(), reply.size(), MSG_NOSIGNAL);
-    uint8_t sink[256];
-    ::recv(conn.get(), sink, sizeof(sink), 0);
-  });
-  Result<std::unique_ptr<TcpStore>> client = TcpStore::connect("127.0.0.1", port, soon());
-  ASSERT_TRUE(client);
-  Result<Bytes> got = (*client)->get("k", soon());
-  fake.join();
-  ASSERT_FALSE(got);
-  EXPECT_EQ(got.status().code(), StatusCode::kProtocolError);
-  EXPECT_NE(got.status().message().find("4294967295"), std::string::npos) << got.status().message();
-}
 
 // ---------------------------------------------------------------------------------------------
 // File store specifics.
@@ -741,7 +460,7 @@ void runRanks(const std::function<LaunchInfo(int)>& infoFor, int size) {
     ranks.emplace_back([&, r] {
       // Rank 0 starts last, to prove the others wait for it.
       if (r == 0) std::this_thread::sleep_for(200ms);
-      Result<std::unique_ptr<Store>> store = openStore(infoFor(r), soon());
+      Result<std::unique_ptr<Store>> store = openStore(infoFor(r), soon(), "");
       ASSERT_TRUE(store) << "rank " << r << ": " << store.status().toString();
       ASSERT_TRUE(setString(**store, fmt::format("addr/{}", r), fmt::format("host{}", r)).isOk());
       for (int peer = 0; peer < size; ++peer) {
@@ -788,8 +507,8 @@ TEST(OpenStore, SingleProcessNeedsNoFixedPort) {
   // Two single-process jobs on one host with the default root must not collide.
   LaunchInfo info;
   info.source = "poseidon";
-  Result<std::unique_ptr<Store>> first = openStore(info, soon());
-  Result<std::unique_ptr<Store>> second = openStore(info, soon());
+  Result<std::unique_ptr<Store>> first = openStore(info, soon(), "");
+  Result<std::unique_ptr<Store>> second = openStore(info, soon(), "");
   ASSERT_TRUE(first) << first.status().toString();
   ASSERT_TRUE(second) << second.status().toString();
   ASSERT_TRUE(setString(**first, "k", "1").isOk());
@@ -804,7 +523,7 @@ TEST(OpenStore, NoRootGivesConnectionErrorAtTheDeadline) {
   info.size = 2;
   info.root_port = unusedPort();
   info.source = "openmpi";
-  Result<std::unique_ptr<Store>> store = openStore(info, Deadline::after(200ms));
+  Result<std::unique_ptr<Store>> store = openStore(info, Deadline::after(200ms), "");
   ASSERT_FALSE(store);
   EXPECT_EQ(store.status().code(), StatusCode::kConnectionError);
   EXPECT_NE(store.status().message().find("rank 1 of 2"), std::string::npos) << store.status().message();

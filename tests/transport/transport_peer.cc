@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
     launch.size = size;
     launch.root_host = host_port->first;
     launch.root_port = host_port->second;
-    store = bootstrap::openStore(launch, Deadline::after(kTimeout));
+    store = bootstrap::openStore(launch, Deadline::after(kTimeout), secret);
   }
   if (!store) return fail(store.status(), "store");
   if (Status st = (*context)->connect(**store, Deadline::after(kTimeout)); !st.isOk()) return fail(st, "connect");

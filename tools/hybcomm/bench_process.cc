@@ -63,7 +63,7 @@ Result<std::unique_ptr<HybridProcess>> joinHybridJob(const HybBenchCommandLine& 
   base.address = *address;
 
   const std::string who = process->describe();
-  auto store = transport::bootstrap::openStore(*launch, base.deadline());
+  auto store = transport::bootstrap::openStore(*launch, base.deadline(), c.job.secret);
   if (!store) return store.status().withContext(fmt::format("{}: the store", who));
   base.store = std::move(*store);
   transport::DeviceOptions device_options;

@@ -45,6 +45,7 @@ RunParameters clientParameters(const Options& o) {
   p.report_gbits = o.report_gbits;
   p.busy_poll = o.busy_poll;
   p.waiters_drive = o.progress != "engine";
+  p.payload_crc = o.payload_crc != "off";
   return p;
 }
 

@@ -259,6 +259,11 @@ ParsedOptions parseOptions(int argc, const char* const* argv, const char* enviro
                  "completion over); the client's choice holds for both sides")
       ->type_name("MODE")
       ->check(CLI::IsMember({"waiters", "engine"}));
+  app.add_option("--payload-crc", o.payload_crc,
+                 "CRC32C over every payload (tcp; default on): off measures what the check costs; the client's "
+                 "choice holds for both sides")
+      ->type_name("on|off")
+      ->check(CLI::IsMember({"on", "off"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -41,6 +41,7 @@ struct Options {
   std::string bind;    // empty: see rendezvous.h for the default
   bool busy_poll = false;
   std::string progress = "waiters";  // --progress: "waiters" (DeviceOptions::waiters_drive) or "engine"
+  std::string payload_crc = "on";    // --payload-crc: DeviceOptions::payload_crc, "on" or "off"
   int spin_us = -1;                  // -1: kLatencySpinMicros for latency tests, the transport's default for bandwidth
   int timeout_s = 60;
   // -x: the source GID index of this side's queue pairs (verbs); -1 lets rdma_cm pick. Each side

@@ -39,6 +39,7 @@ Status createSide(Session& session, const Options& options, const std::string& a
   device_options.streams = p.streams;
   device_options.busy_poll = options.busy_poll || p.busy_poll;
   device_options.waiters_drive = p.waiters_drive;
+  device_options.payload_crc = p.payload_crc;
   if (p.transport == "verbs") device_options.gid_index = options.gid_index;
   auto device = transport::createDevice(device_options);
   if (!device) {
@@ -133,11 +134,18 @@ Result<std::unique_ptr<Session>> acceptClient(const Options& options, void (*on_
   auto session = std::make_unique<Session>();
   session->rank = 0;
   session->timeout = std::chrono::seconds(options.timeout_s);
-  auto server = bootstrap::TcpStoreServer::start("", options.port);
+  // As perftest's server: every address unless --bind names one. Only a client that proves the
+  // secret gets a request acted on, so a stranger cannot hand this server its parameters.
+  bootstrap::TcpStoreServerOptions server_options;
+  server_options.secret = options.secret;
+  auto server = bootstrap::TcpStoreServer::start(options.bind, options.port, server_options);
   if (!server) return server.status().withContext(fmt::format("serving the rendezvous on port {}", options.port));
   session->store_server = std::move(*server);
   if (on_listening != nullptr) on_listening(session->store_server->port());
-  auto store = bootstrap::TcpStore::connect("127.0.0.1", session->store_server->port(), session->deadline());
+  bootstrap::TcpStoreOptions store_options;
+  store_options.secret = options.secret;
+  const std::string self = options.bind.empty() ? "127.0.0.1" : options.bind;
+  auto store = bootstrap::TcpStore::connect(self, session->store_server->port(), session->deadline(), store_options);
   if (!store) return store.status();
   session->store = std::move(*store);
 
@@ -169,7 +177,9 @@ Result<std::unique_ptr<Session>> connectToServer(const Options& options, RunPara
   session->timeout = std::chrono::seconds(options.timeout_s);
   auto server = numericAddress(options.host);
   if (!server) return server.status();
-  auto store = bootstrap::TcpStore::connect(*server, options.port, session->deadline());
+  bootstrap::TcpStoreOptions store_options;
+  store_options.secret = options.secret;
+  auto store = bootstrap::TcpStore::connect(*server, options.port, session->deadline(), store_options);
   if (!store) return store.status().withContext("is the poseidon-perf server running?");
   session->store = std::move(*store);
   std::string address = options.bind;

@@ -107,7 +107,7 @@ Result<std::unique_ptr<JobProcess>> joinJob(const JobOptions& options, Role role
   process->address = *address;
 
   const std::string who = process->describe();
-  auto store = bootstrap::openStore(*launch, process->deadline());
+  auto store = bootstrap::openStore(*launch, process->deadline(), options.secret);
   if (!store) return store.status().withContext(fmt::format("{}: the store", who));
   process->store = std::move(*store);
   transport::DeviceOptions device_options;

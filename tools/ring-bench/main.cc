@@ -54,7 +54,7 @@ Status join(const AllreduceBenchCommandLine& c, JobProcess& process) {
     process.address = *address;
   }
   const std::string who = process.describe();
-  auto store = transport::bootstrap::openStore(*launch, process.deadline());
+  auto store = transport::bootstrap::openStore(*launch, process.deadline(), c.secret);
   if (!store) return store.status().withContext(fmt::format("{}: the store", who));
   process.store = std::move(*store);
   transport::DeviceOptions device_options;

@@ -19,7 +19,7 @@ Result<std::unique_ptr<JobConnection>> JobConnection::open(const std::string& jo
   self->layout_ = layout;
   self->launch_ = launch;
   const std::string who = layout.describe(launch.rank);
-  auto store = transport::bootstrap::openStore(launch, deadline);
+  auto store = transport::bootstrap::openStore(launch, deadline, device.secret);
   if (!store) return store.status().withContext(fmt::format("{}: the store", who));
   self->store_ = std::move(*store);
   self->view_ = std::make_unique<transport::bootstrap::StoreView>(*self->store_, job);

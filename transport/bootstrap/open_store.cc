@@ -29,7 +29,7 @@ class ServedTcpStore final : public Store {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> openStore(const LaunchInfo& info, Deadline deadline) {
+Result<std::unique_ptr<Store>> openStore(const LaunchInfo& info, Deadline deadline, const std::string& secret) {
   const std::string who = fmt::format("rank {} of {} ({} launch)", info.rank, info.size, info.source);
   if (info.file_store_dir) {
     Result<std::unique_ptr<FileStore>> store = FileStore::open(*info.file_store_dir);
@@ -43,12 +43,16 @@ Result<std::unique_ptr<Store>> openStore(const LaunchInfo& info, Deadline deadli
   if (info.rank == 0) {
     // Alone, nobody needs to find the store: an ephemeral port cannot clash with another job.
     const uint16_t listen_port = info.size == 1 ? 0 : info.root_port;
-    Result<std::unique_ptr<TcpStoreServer>> started = TcpStoreServer::start(info.root_host, listen_port);
+    TcpStoreServerOptions options;
+    options.secret = secret;
+    Result<std::unique_ptr<TcpStoreServer>> started = TcpStoreServer::start(info.root_host, listen_port, options);
     if (!started) return started.status().withContext(fmt::format("{}: serving the store on {}", who, root));
     server = std::move(*started);
     port = server->port();
   }
-  Result<std::unique_ptr<TcpStore>> client = TcpStore::connect(info.root_host, port, deadline);
+  TcpStoreOptions client_options;
+  client_options.secret = secret;
+  Result<std::unique_ptr<TcpStore>> client = TcpStore::connect(info.root_host, port, deadline, client_options);
   if (!client) return client.status().withContext(who);
   if (server) return std::unique_ptr<Store>(new ServedTcpStore(std::move(server), std::move(*client)));
   return std::unique_ptr<Store>(std::move(*client));

@@ -14,7 +14,10 @@
 
 namespace poseidon::transport::bootstrap {
 
-// The deadline bounds connecting to rank 0, which may start after this rank.
-Result<std::unique_ptr<Store>> openStore(const LaunchInfo& info, Deadline deadline);
+// The deadline bounds connecting to rank 0, which may start after this rank. `secret` is the
+// job's (DeviceOptions::secret): the TCP store serves only clients that prove it, and every
+// request and reply is authenticated with it. A FileStore is guarded by the directory's
+// permissions instead (docs/threat-model.md).
+Result<std::unique_ptr<Store>> openStore(const LaunchInfo& info, Deadline deadline, const std::string& secret);
 
 }  // namespace poseidon::transport::bootstrap

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "transport/bootstrap/store.h"
+#include "transport/bootstrap/store_auth.h"
 
 namespace poseidon::transport::bootstrap {
 
@@ -36,6 +37,7 @@ const char* storeOpName(StoreOp op) {
     case StoreOp::kSet: return "set";
     case StoreOp::kGet: return "get";
     case StoreOp::kAdd: return "add";
+    case StoreOp::kHello: return "hello";
   }
   return "unknown";
 }
@@ -62,15 +64,21 @@ ResponseHeader decodeResponseHeader(const uint8_t* bytes) {
 Status validateRequestHeader(const RequestHeader& h) {
   POSEIDON_RETURN_IF_ERROR(checkMagicVersion("request", h.magic, h.version));
   const auto op = static_cast<StoreOp>(h.op);
-  if (op != StoreOp::kSet && op != StoreOp::kGet && op != StoreOp::kAdd) {
-    return makeStatus(StatusCode::kProtocolError, "request op {}, expected 1 (set), 2 (get) or 3 (add)", h.op);
+  if (op != StoreOp::kSet && op != StoreOp::kGet && op != StoreOp::kAdd && op != StoreOp::kHello) {
+    return makeStatus(StatusCode::kProtocolError, "request op {}, expected 1 (set), 2 (get), 3 (add) or 4 (hello)",
+                      h.op);
+  }
+  if (op == StoreOp::kHello && (h.key_bytes != 0 || h.value_bytes != kStoreNonceBytes)) {
+    return makeStatus(StatusCode::kProtocolError,
+                      "hello request with key length {} and value length {}, expected 0 and {}", h.key_bytes,
+                      h.value_bytes, kStoreNonceBytes);
   }
   if (h.key_bytes > kMaxKeyBytes) {
     return makeStatus(StatusCode::kProtocolError, "{} request key length {} exceeds limit {}", storeOpName(op),
                       h.key_bytes, kMaxKeyBytes);
   }
   // Each op has exactly one legal body size except set, which is bounded.
-  const size_t expected = op == StoreOp::kAdd ? kCounterBytes : 0;
+  const size_t expected = op == StoreOp::kAdd ? kCounterBytes : op == StoreOp::kHello ? kStoreNonceBytes : 0;
   if (op == StoreOp::kSet) {
     if (h.value_bytes > kMaxValueBytes) {
       return makeStatus(StatusCode::kProtocolError, "set request value length {} exceeds limit {}", h.value_bytes,

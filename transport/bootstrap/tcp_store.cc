@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <chrono>
+#include <thread>
 
 namespace poseidon::transport::bootstrap {
 
@@ -13,6 +15,7 @@ namespace {
 constexpr int kKeepIdleSeconds = 10;
 constexpr int kKeepIntervalSeconds = 5;
 constexpr int kKeepCount = 3;
+constexpr auto kDisplacedRetryPause = std::chrono::milliseconds(10);
 
 // Readies a fresh connection to the server.
 Fd configureStoreSocket(Fd fd) {
@@ -33,14 +36,123 @@ Fd configureStoreSocket(Fd fd) {
 Result<std::unique_ptr<TcpStore>> TcpStore::connect(const std::string& host, uint16_t port, Deadline deadline,
                                                     TcpStoreOptions options) {
   // Rank 0 may still be starting: connectWithRetry backs off and tries again until the deadline.
-  Result<Fd> fd = connectWithRetry(host, port, deadline);
-  if (!fd) return Status(StatusCode::kConnectionError, fd.status().withContext("TCP store").message());
-  return std::unique_ptr<TcpStore>(new TcpStore(host, port, options, configureStoreSocket(std::move(*fd))));
+  Result<Connection> first = open(host, port, options.secret, deadline, /*wait_for_server=*/true);
+  if (!first) return first.status();
+  return std::unique_ptr<TcpStore>(new TcpStore(host, port, std::move(options), std::move(*first)));
 }
 
-TcpStore::TcpStore(std::string host, uint16_t port, TcpStoreOptions options, Fd first)
-    : host_(std::move(host)), port_(port), address_(formatHostPort(host_, port_)), options_(options) {
+Result<TcpStore::Connection> TcpStore::open(const std::string& host, uint16_t port, const std::string& secret,
+                                            Deadline deadline, bool wait_for_server) {
+  const std::string address = formatHostPort(host, port);
+  while (true) {
+    // After the first connection only one attempt: the server was up once, so a refusal now
+    // means it is gone.
+    Result<Fd> fd = wait_for_server ? connectWithRetry(host, port, deadline) : connectOnce(host, port, deadline);
+    if (!fd) return Status(StatusCode::kConnectionError, fd.status().withContext("TCP store").message());
+    Failure failure = Failure::kOther;
+    Result<Connection> connection =
+        authenticate(configureStoreSocket(std::move(*fd)), secret, address, deadline, failure);
+    const bool displaced = failure == Failure::kDisplaced || failure == Failure::kClosedFirst;
+    if (connection || !displaced || deadline.expired()) return connection;
+    // Strangers flooding the store from our host displaced this connection before its hello
+    // was read (its reason, or a reset when the close overtook it): try again on a new one.
+    std::this_thread::sleep_for(kDisplacedRetryPause);
+  }
+}
+
+TcpStore::TcpStore(std::string host, uint16_t port, TcpStoreOptions options, Connection first)
+    : host_(std::move(host)), port_(port), address_(formatHostPort(host_, port_)), options_(std::move(options)) {
   idle_.push_back(std::move(first));
+}
+
+Result<TcpStore::Connection> TcpStore::authenticate(Fd fd, const std::string& secret, const std::string& address,
+                                                    Deadline deadline, Failure& failure) {
+  const std::string what = fmt::format("authenticating to the TCP store at {}", address);
+  // The greeting: the server's nonce, or why it will not serve this connection.
+  std::array<uint8_t, kResponseHeaderBytes> header_bytes{};
+  Status io = recvAll(fd.get(), header_bytes.data(), header_bytes.size(), deadline, address);
+  if (!io) {
+    if (io.code() == StatusCode::kConnectionError) failure = Failure::kClosedFirst;
+    return io.withContext(what);
+  }
+  const ResponseHeader header = decodeResponseHeader(header_bytes.data());
+  POSEIDON_RETURN_IF_ERROR(validateResponseHeader(header).withContext(what));
+  std::vector<uint8_t> body(header.value_bytes);
+  io = recvAll(fd.get(), body.data(), body.size(), deadline, address);
+  if (!io) return io.withContext(what);
+  if (header.code != static_cast<uint16_t>(StatusCode::kOk)) {
+    if (header.code == static_cast<uint16_t>(StatusCode::kUnavailable)) failure = Failure::kDisplaced;
+    return Status(static_cast<StatusCode>(header.code), fmt::format("the TCP store at {} refused this connection: {}",
+                                                                    address, std::string(body.begin(), body.end())));
+  }
+  if (body.size() != kStoreNonceBytes) {
+    return makeStatus(StatusCode::kProtocolError, "{}: greeting of {} bytes, expected a {}-byte nonce", what,
+                      body.size(), kStoreNonceBytes);
+  }
+  StoreNonce server_nonce{};
+  std::copy(body.begin(), body.end(), server_nonce.begin());
+  const StoreNonce client_nonce = randomStoreNonce();
+  Result<Sha256Mac> key = storeSessionKey(secret, server_nonce, client_nonce);
+  if (!key) return key.status().withContext(what);
+
+  // The hello's MAC proves our secret; the MAC of its response proves the server's.
+  Connection connection{std::move(fd), *key, 0, false};
+  Result<std::vector<uint8_t>> reply =
+      exchange(connection, encodeRequest(StoreOp::kHello, "", {client_nonce.begin(), client_nonce.end()}), deadline,
+               address, failure);
+  if (!reply) return reply.status().withContext(what);
+  return connection;
+}
+
+Result<std::vector<uint8_t>> TcpStore::exchange(Connection& connection, const std::vector<uint8_t>& request,
+                                                Deadline deadline, const std::string& address, Failure& failure) {
+  failure = Failure::kOther;
+  StoreMessageMac request_mac(connection.session_key, StoreDirection::kRequest, connection.sequence);
+  Result<Sha256Mac> sealed = request_mac.update(request.data(), request.size()).finish();
+  if (!sealed) return sealed.status();
+  const int fd = connection.fd.get();
+  Status io = sendAll(fd, request.data(), request.size(), deadline, address);
+  if (io) io = sendAll(fd, sealed->data(), sealed->size(), deadline, address);
+  std::array<uint8_t, kResponseHeaderBytes> header_bytes{};
+  if (io) io = recvAll(fd, header_bytes.data(), header_bytes.size(), deadline, address);
+  if (!io) {
+    if (io.code() == StatusCode::kConnectionError) failure = Failure::kClosedFirst;
+    return io;
+  }
+  const ResponseHeader header = decodeResponseHeader(header_bytes.data());
+  POSEIDON_RETURN_IF_ERROR(validateResponseHeader(header));
+  std::vector<uint8_t> body(header.value_bytes);
+  POSEIDON_RETURN_IF_ERROR(recvAll(fd, body.data(), body.size(), deadline, address));
+  const bool ok = header.code == static_cast<uint16_t>(StatusCode::kOk);
+  const std::string text = ok ? std::string() : std::string(body.begin(), body.end());
+
+  Sha256Mac received{};
+  io = recvAll(fd, received.data(), received.size(), deadline, address);
+  if (!io) {
+    // A server dropping a connection before it has a key sends its reason without a MAC.
+    if (!ok) {
+      if (header.code == static_cast<uint16_t>(StatusCode::kUnavailable)) failure = Failure::kDisplaced;
+      return Status(static_cast<StatusCode>(header.code), text + " (reply not authenticated)");
+    }
+    return io;
+  }
+  StoreMessageMac response_mac(connection.session_key, StoreDirection::kResponse, connection.sequence);
+  response_mac.update(header_bytes.data(), header_bytes.size()).update(body.data(), body.size());
+  Result<Sha256Mac> expected = response_mac.finish();
+  if (!expected) return expected.status();
+  if (!macsEqual(*expected, received)) {
+    if (!ok) {
+      return Status(static_cast<StatusCode>(header.code),
+                    text + " (reply not authenticated: the store holds another secret than this process)");
+    }
+    return makeStatus(StatusCode::kAuthError,
+                      "a reply from the TCP store at {} failed authentication: the store holds another secret than "
+                      "this process, or the reply was altered on the way",
+                      address);
+  }
+  ++connection.sequence;
+  if (!ok) return Status(static_cast<StatusCode>(header.code), text);
+  return body;
 }
 
 Status TcpStore::set(const std::string& key, const std::vector<uint8_t>& value) {
@@ -73,49 +185,43 @@ Result<std::vector<uint8_t>> TcpStore::roundTrip(StoreOp op, const std::string& 
                                                  Deadline deadline) {
   POSEIDON_RETURN_IF_ERROR(checkKeyValue(key, value.size()));
   const std::string what = fmt::format("{} {} at TCP store {}", storeOpName(op), describeKey(key), address_);
-  Result<Fd> fd = borrowConnection(deadline);
-  if (!fd) return fd.status().withContext(what);
-
-  // Any failure below leaves the connection mid-message: it is dropped, never returned to idle_.
   const std::vector<uint8_t> request = encodeRequest(op, key, value);
-  Status io = sendAll(fd->get(), request.data(), request.size(), deadline, address_);
-  if (!io) return io.withContext(what);
-  std::array<uint8_t, kResponseHeaderBytes> header_bytes{};
-  io = recvAll(fd->get(), header_bytes.data(), header_bytes.size(), deadline, address_);
-  if (!io) return io.withContext(what);
-  const ResponseHeader header = decodeResponseHeader(header_bytes.data());
-  Status valid = validateResponseHeader(header);
-  if (!valid) return valid.withContext(what);
-  std::vector<uint8_t> body(header.value_bytes);
-  io = recvAll(fd->get(), body.data(), body.size(), deadline, address_);
-  if (!io) return io.withContext(what);
-
-  if (header.code != static_cast<uint16_t>(StatusCode::kOk)) {
-    // Not returned to idle_: after some errors (a rejected request) the server closes it.
-    return Status(static_cast<StatusCode>(header.code), std::string(body.begin(), body.end())).withContext(what);
+  Result<Connection> connection = borrowConnection(deadline);
+  if (!connection) return connection.status().withContext(what);
+  Failure failure = Failure::kOther;
+  Result<std::vector<uint8_t>> reply = exchange(*connection, request, deadline, address_, failure);
+  if (!reply && failure == Failure::kClosedFirst && connection->reused) {
+    // The server closes a connection idle past its time-out before reading anything more, so
+    // this request was not acted on: sending it again on a new connection cannot repeat it.
+    connection = open(host_, port_, options_.secret, deadline, /*wait_for_server=*/false);
+    if (!connection) return connection.status().withContext(what);
+    reply = exchange(*connection, request, deadline, address_, failure);
   }
-  returnConnection(std::move(*fd));
-  return body;
+  if (!reply) {
+    // Dropped, never pooled: after a failure the connection may be mid-message, and after an
+    // error reply the server may close it.
+    return reply.status().withContext(what);
+  }
+  returnConnection(std::move(*connection));
+  return reply;
 }
 
-Result<Fd> TcpStore::borrowConnection(Deadline deadline) {
+Result<TcpStore::Connection> TcpStore::borrowConnection(Deadline deadline) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!idle_.empty()) {
-      Fd fd = std::move(idle_.back());
+      Connection connection = std::move(idle_.back());
       idle_.pop_back();
-      return fd;
+      connection.reused = true;
+      return connection;
     }
   }
-  // One attempt only: the server was up once, so a refusal now means it is gone.
-  Result<Fd> fd = connectOnce(host_, port_, deadline);
-  if (!fd) return fd.status();
-  return configureStoreSocket(std::move(*fd));
+  return open(host_, port_, options_.secret, deadline, /*wait_for_server=*/false);
 }
 
-void TcpStore::returnConnection(Fd fd) {
+void TcpStore::returnConnection(Connection connection) {
   std::lock_guard<std::mutex> lock(mutex_);
-  idle_.push_back(std::move(fd));
+  idle_.push_back(std::move(connection));
 }
 
 }  // namespace poseidon::transport::bootstrap

@@ -15,12 +15,14 @@
 #include <vector>
 
 #include "transport/bootstrap/store.h"
+#include "transport/bootstrap/store_auth.h"
 #include "transport/bootstrap/store_protocol.h"
 #include "transport/common/socket.h"
 
 namespace poseidon::transport::bootstrap {
 
 struct TcpStoreOptions {
+  std::string secret;  // the job's, as the server was given it
   // Bound on set() and add(), which take no deadline: the server answers them at once, so this
   // only matters when rank 0's host vanished without closing the connection.
   std::chrono::milliseconds io_timeout{60'000};
@@ -41,20 +43,45 @@ class TcpStore final : public Store {
   const std::string& address() const { return address_; }
 
  private:
-  TcpStore(std::string host, uint16_t port, TcpStoreOptions options, Fd first);
+  // One authenticated connection and where its message numbering stands.
+  struct Connection {
+    Fd fd;
+    Sha256Mac session_key{};
+    uint64_t sequence = 0;
+    bool reused = false;  // from the idle pool: the server may have closed it meanwhile
+  };
 
+  TcpStore(std::string host, uint16_t port, TcpStoreOptions options, Connection first);
+
+  // How an exchange failed, where that decides whether to try again on a new connection.
+  enum class Failure {
+    kOther,
+    kClosedFirst,  // the connection ended before any byte of a reply
+    kDisplaced,    // the server dropped us before we authenticated (a flood of new connections)
+  };
+  // Reads the greeting, sends the hello and checks the server's proof on a fresh connection.
+  static Result<Connection> authenticate(Fd fd, const std::string& secret, const std::string& address,
+                                         Deadline deadline, Failure& failure);
+  // Connects (retrying until the deadline while the server is not up, when `wait_for_server`) and
+  // authenticates, again while the server displaces us for newer strangers.
+  static Result<Connection> open(const std::string& host, uint16_t port, const std::string& secret, Deadline deadline,
+                                 bool wait_for_server);
   // Sends one request and returns the response body, or the server's error for it.
   Result<std::vector<uint8_t>> roundTrip(StoreOp op, const std::string& key, const std::vector<uint8_t>& value,
                                          Deadline deadline);
-  Result<Fd> borrowConnection(Deadline deadline);
-  void returnConnection(Fd fd);
+  // One attempt on one connection. kClosedFirst on a pooled connection means the server had
+  // closed it idle; an error reply without a valid MAC is kDisplaced when it is kUnavailable.
+  static Result<std::vector<uint8_t>> exchange(Connection& connection, const std::vector<uint8_t>& request,
+                                               Deadline deadline, const std::string& address, Failure& failure);
+  Result<Connection> borrowConnection(Deadline deadline);
+  void returnConnection(Connection connection);
 
   const std::string host_;
   const uint16_t port_;
   const std::string address_;
   const TcpStoreOptions options_;
   std::mutex mutex_;
-  std::vector<Fd> idle_;  // guarded by mutex_
+  std::vector<Connection> idle_;  // guarded by mutex_
 };
 
 }  // namespace poseidon::transport::bootstrap

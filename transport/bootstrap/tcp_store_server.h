@@ -2,12 +2,18 @@
 //
 // One thread runs an epoll loop over every client, so the server's cost does not grow with a
 // thread per rank. A get() of a key not yet set parks that client (the thread goes on serving
-// others) and is answered when the key is set. Every request header is checked against the
-// limits before anything is allocated; a client that breaks the protocol is disconnected with a
-// logged reason and the others are untouched. Destroying the server closes every connection,
-// so clients fail with kConnectionError instead of waiting on.
+// others) and is answered when the key is set. A client must prove the job's secret before any
+// request is acted on, and every message after that is authenticated (store_auth.h). Every
+// request header is checked against the limits before anything is allocated, and the limits count
+// what is really held (store_ledger.h); a set over a limit is refused with a reason and the
+// connection stays. A client that breaks the protocol is told why and disconnected; the others
+// are untouched. Strangers cannot crowd the job out: connections still to authenticate have their
+// own small quota per host (the host's oldest is dropped for its new one) and a short deadline,
+// and never count against the limit on authenticated connections. Destroying the server closes every connection, so
+// clients fail with kConnectionError instead of waiting on.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -18,10 +24,23 @@
 namespace poseidon::transport::bootstrap {
 
 struct TcpStoreServerOptions {
-  // A job holds one connection per rank and calling thread; far more than that is a runaway.
+  std::string secret;  // the job's; every client proves it (empty: a job run without one)
+  // Authenticated connections: a job holds one per rank and calling thread; far more is a runaway.
   size_t max_clients = 4096;
-  // Bound on all values held together, so clients cannot exhaust rank 0's memory.
+  // Connections that have not authenticated yet, from one host and from all: a new one beyond
+  // either limit drops the oldest of that host (or of all), so a flood from one host displaces
+  // only its own connections, never a rank's on another host.
+  size_t max_pending_per_host = 16;
+  size_t max_pending_clients = 256;
+  // All entries together, and those one connection set, counted as memory held (store_ledger.h).
   size_t max_total_bytes = size_t{1} << 30;
+  size_t max_client_bytes = size_t{256} << 20;
+  // A new connection must authenticate within this.
+  std::chrono::milliseconds handshake_timeout{10'000};
+  // A request (or its response) that stops moving for this long is dropped with its reservation.
+  std::chrono::milliseconds request_timeout{30'000};
+  // An authenticated connection with no request for this long is closed; TcpStore reconnects.
+  std::chrono::milliseconds idle_timeout{600'000};
 };
 
 class TcpStoreServer {

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
       launch.rank = r;
       launch.size = 2;
       launch.file_store_dir = dir;
-      auto store = bootstrap::openStore(launch, Deadline::after(std::chrono::seconds(20)));
+      auto store = bootstrap::openStore(launch, Deadline::after(std::chrono::seconds(20)), options.secret);
       if (!context || !store) {
         statuses[r] = !context ? context.status() : store.status();
         return;

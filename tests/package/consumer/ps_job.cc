@@ -41,7 +41,7 @@ Status runRank(int rank, const std::string& dir, bool mismatch) {
   launch.rank = rank;
   launch.size = kWorkers + kServers;
   launch.file_store_dir = dir;
-  auto store = transport::bootstrap::openStore(launch, deadline);
+  auto store = transport::bootstrap::openStore(launch, deadline, options.secret);
   if (!store) return store.status();
   auto context = (*device)->createContext(rank, kWorkers + kServers, "ps");
   if (!context) return context.status();
