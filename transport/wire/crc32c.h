@@ -1,5 +1,5 @@
-// CRC32C (Castagnoli), the checksum of frame headers and, optionally, payloads.
-// Uses the SSE4.2 crc32 instruction when the CPU has it, a table otherwise.
+// CRC32C (Castagnoli), the checksum of frame headers and (by default) payloads, computed by
+// Intel's ISA-L with the fastest instructions this CPU has.
 #pragma once
 
 #include <cstddef>
