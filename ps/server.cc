@@ -10,6 +10,7 @@
 
 #include "kernels/chunk_update.h"
 #include "ps/checkpoint/checkpointer.h"
+#include "ps/checkpoint/durable_file.h"
 #include "ps/checkpoint/resume.h"
 #include "ps/imm_code.h"
 #include "ps/region_exchange.h"
@@ -210,6 +211,7 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
   identity.consistency = options_.consistency.canonical();
 
   const bool checkpoints = !options_.checkpoint_dir.empty();
+  if (checkpoints) POSEIDON_RETURN_IF_ERROR(checkWritableDirectory(options_.checkpoint_dir));
   POSEIDON_RETURN_IF_ERROR(publishCheckpointClocks(store, job_, server_,
                                                    checkpoints && options_.resume
                                                        ? listCheckpoints(options_.checkpoint_dir, identity.server)

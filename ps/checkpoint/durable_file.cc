@@ -30,6 +30,21 @@ Status makeDirectory(const std::string& dir) {
   return syncDirectory(parent.empty() ? "." : parent.string());
 }
 
+Status checkWritableDirectory(const std::string& dir) {
+  Status made = makeDirectory(dir);
+  if (!made) return made;
+  std::error_code error;
+  if (!std::filesystem::is_directory(dir, error)) {
+    return makeStatus(StatusCode::kIoError, "checkpoint directory {} is not a directory", dir);
+  }
+  const std::string probe = fmt::format("{}/.poseidon-write-probe-{}", dir, ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return errnoStatus(StatusCode::kIoError, fmt::format("create a file in checkpoint directory {}", dir));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status::ok();
+}
+
 Status replaceFile(const std::string& temp, const std::string& path, const std::string& dir) {
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     Status status = errnoStatus(StatusCode::kIoError, fmt::format("rename checkpoint {} to {}", temp, path));

@@ -11,6 +11,9 @@ namespace poseidon::ps {
 
 // Creates `dir` when missing (and makes its entry durable in the parent).
 Status makeDirectory(const std::string& dir);
+// Creates `dir` when missing and proves a file can be created in it (and removed), so a directory
+// a job cannot write is found at start, not at the first checkpoint; the error names it and why.
+Status checkWritableDirectory(const std::string& dir);
 // fsync of a directory: without it a rename (or a new entry) may still be only in memory.
 Status syncDirectory(const std::string& dir);
 // Renames `temp` (complete and fsync'ed) to `path` in `dir` and syncs `dir`; on failure removes

@@ -3,6 +3,7 @@
 // Nothing here reaches the network.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,28 @@ TEST(PsToolsCli, BadValuesExitTwoNamingTheOption) {
       {job({"--rank", "2"}), "--rank 2"},
       {{"--model", "uniform:4x1024", "--rank", "0"}, "--rank 0 needs --size"},
       {job({"--rank", "1"}, "uniform:1000000x1000000000"), "per server"},
+      // Ranges read as numbers, not as 309 digits or a wrapped-around unsigned value.
+      {job({"--rank", "-1"}), "-1 is out of range: expected 0 to 2147483646"},
+      {job({"--rank", "1", "--chunk-bytes", "-8"}), "'-8': expected a positive size"},
+      {job({"--rank", "1", "--checkpoint-keep", "0"}), "0 is out of range: expected 1 to 1000000"},
+      // A mistyped checkpoint directory is an error, not a silent start from clock 0.
+      {job({"--rank", "1", "--resume", "--checkpoint-dir", "/nonexistent/poseidon-ckpt"}),
+       "'/nonexistent/poseidon-ckpt' is not a directory"},
+      {job({"--rank", "1", "--resume-if-present"}), "--resume-if-present needs --checkpoint-dir"},
+      // Found at start, not at the first checkpoint.
+      {job({"--rank", "1", "--checkpoint-dir", "/proc/poseidon-ckpt"}), "--checkpoint-dir: create checkpoint"},
   };
+  for (const Case& c : cases) {
+    // No number in a message may run to more than 20 digits (CLI11's own ranges printed 309).
+    const ProcessResult r = runTool(POSEIDON_SERVER_BINARY, c.args);
+    size_t run = 0;
+    size_t longest = 0;
+    for (char ch : r.output) {
+      run = (ch >= '0' && ch <= '9') ? run + 1 : 0;
+      longest = std::max(longest, run);
+    }
+    EXPECT_LE(longest, 20u) << r.output;
+  }
   for (const Case& c : cases) {
     const ProcessResult r = runTool(POSEIDON_SERVER_BINARY, c.args);
     EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "model/spec.h"
+#include "tools/cli/readable_range.h"
 #include "trainer/sync/hybrid_ps.h"
 
 namespace poseidon::tools {
@@ -167,12 +169,12 @@ void addBenchOptions(CLI::App& app, HybBenchCommandLine& c) {
                              "(default {})",
                              c.drift_margin))
       ->type_name("FRACTION")
-      ->check(CLI::PositiveNumber);
+      ->check(readableRange(1e-6, 1e6));
   app.add_option("--json", c.json_path, "Workers: also write the results as JSON to FILE")->type_name("FILE");
   app.add_option("--run-timeout", c.run_timeout_s,
                  "Servers: give up when the workers are not all done after this many seconds (default 0: no limit)")
       ->type_name("SECONDS")
-      ->check(CLI::NonNegativeNumber);
+      ->check(readableRange(0, std::numeric_limits<int>::max()));
   app.add_option("--event-iteration", c.event_iteration,
                  "Worker 0 runs --event-command before this iteration (1-based, warm-up included; default 0: never)")
       ->type_name("N")
@@ -186,16 +188,16 @@ void addBenchOptions(CLI::App& app, HybBenchCommandLine& c) {
                  "Workers: price each layer with the cost model on links of this rate (bits/s, one direction, as "
                  "measured, e.g. by iperf3) and print it beside the measured time (default 0: no model)")
       ->type_name("BITS")
-      ->check(CLI::NonNegativeNumber);
+      ->check(readableRange(0.0, 1e15));
   app.add_option("--cost-latency-us", c.model_latency_us,
                  "Workers: the model's one-way latency per message (microseconds, as measured, e.g. poseidon-perf "
                  "write_lat's t_typical, which is already one way; default 0)")
       ->type_name("MICROS")
-      ->check(CLI::NonNegativeNumber);
+      ->check(readableRange(0.0, 1e9));
   app.add_option("--cost-slow-worker-bps", c.links.slow_worker_bits_per_s,
                  "Workers: worker P1-1's link rate when it is lower than --cost-link-bps (bits/s; default 0: the same)")
       ->type_name("BITS")
-      ->check(CLI::NonNegativeNumber);
+      ->check(readableRange(0.0, 1e15));
   app.add_option("--cost-slow-worker-direction", c.slow_worker_direction,
                  "Workers: which way worker P1-1's link is lower: both (default) or up (its sends only)")
       ->type_name("both|up")

@@ -6,6 +6,7 @@
 
 #include "model/spec.h"
 #include "ps/imm_code.h"
+#include "tools/cli/readable_range.h"
 
 namespace poseidon::tools {
 
@@ -23,6 +24,13 @@ void addJobOptions(CLI::App& app, JobOptions& o) {
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   app.add_option("--chunk-bytes", o.chunk_bytes, "Chunk size: a multiple of 4 bytes (default 2M; K, M suffixes)")
       ->type_name("BYTES")
+      // Before the size transform, which would read "-8" as 2^64 - 8.
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return text.find('-') == std::string::npos ? std::string()
+                                                       : fmt::format("'{}': expected a positive size in bytes", text);
+          },
+          "POSITIVE"))
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--consistency", o.consistency_spec,
                  "bsp (default), ssp:<staleness>, async or async:push=<n>,fetch=<n>")
@@ -54,10 +62,10 @@ void addJobOptions(CLI::App& app, JobOptions& o) {
       ->check(CLI::Range(1, kMaxTimeoutSeconds));
   app.add_option("--rank", o.rank, "This process's rank (with --size; overrides POSEIDON_RANK, mpirun, srun)")
       ->type_name("RANK")
-      ->check(CLI::NonNegativeNumber);
+      ->check(readableRange(0, std::numeric_limits<int>::max() - 1));
   app.add_option("--size", o.size, "Ranks in the job, workers + servers (with --rank)")
       ->type_name("N")
-      ->check(CLI::PositiveNumber);
+      ->check(readableRange(1, std::numeric_limits<int>::max()));
   app.add_option("--root", o.root, "host:port of rank 0's store (overrides POSEIDON_ROOT)")->type_name("HOST:PORT");
   app.add_option("--job-name", o.job_name, "Prefix of the job's keys in the store (default ps)")->type_name("NAME");
 }

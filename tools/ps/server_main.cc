@@ -5,9 +5,13 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 
+#include "ps/checkpoint/durable_file.h"
 #include "ps/server.h"
+#include "tools/cli/readable_range.h"
 #include "tools/ps/job_options.h"
 #include "tools/ps/job_process.h"
 #include "tools/ps/program.h"
@@ -23,6 +27,7 @@ struct ServerCommandLine {
   uint64_t checkpoint_every = 0;
   int checkpoint_keep = ps::ServerOptions{}.checkpoint_keep;
   bool resume = false;
+  bool resume_if_present = false;
   bool no_average = false;
   int run_timeout_s = 0;
 };
@@ -33,19 +38,41 @@ void addServerOptions(CLI::App& app, ServerCommandLine& c) {
       ->type_name("N");
   app.add_option("--checkpoint-keep", c.checkpoint_keep, "Keep the newest N checkpoints (default 2)")
       ->type_name("N")
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--resume", c.resume, "Continue from the newest checkpoint every server of the job has");
+      ->check(readableRange(1, 1'000'000));
+  auto* resume = app.add_flag("--resume", c.resume,
+                              "Continue from the newest checkpoint every server of the job has; --checkpoint-dir "
+                              "must exist");
+  app.add_flag("--resume-if-present", c.resume_if_present,
+               "As --resume when --checkpoint-dir exists, else start from clock 0 (for a job script that runs "
+               "the first time and after each restart alike)")
+      ->excludes(resume);
   app.add_flag("--no-average", c.no_average, "Apply the sum of the workers' gradients, not their mean");
   app.add_option("--run-timeout", c.run_timeout_s,
                  "Give up when the workers are not all done after this many seconds (default 0: no limit)")
       ->type_name("SECONDS")
-      ->check(CLI::NonNegativeNumber);
+      ->check(readableRange(0, std::numeric_limits<int>::max()));
 }
 
-std::string checkServerOptions(const ServerCommandLine& c) {
-  if ((c.checkpoint_every > 0 || c.resume) && c.checkpoint_dir.empty()) {
-    return fmt::format("{} needs --checkpoint-dir", c.resume ? "--resume" : "--checkpoint-every");
+std::string checkServerOptions(ServerCommandLine& c) {
+  const bool resuming = c.resume || c.resume_if_present;
+  if ((c.checkpoint_every > 0 || resuming) && c.checkpoint_dir.empty()) {
+    return fmt::format("{} needs --checkpoint-dir", c.resume              ? "--resume"
+                                                    : c.resume_if_present ? "--resume-if-present"
+                                                                          : "--checkpoint-every");
   }
+  if (c.checkpoint_dir.empty()) return {};
+  std::error_code error;
+  const bool exists = std::filesystem::is_directory(c.checkpoint_dir, error);
+  if (c.resume && !exists) {
+    return fmt::format(
+        "--resume: --checkpoint-dir '{}' is not a directory, so there is nothing to resume from (a mistyped path?); "
+        "--resume-if-present starts from clock 0 when it is missing",
+        c.checkpoint_dir);
+  }
+  // Checked now, not at the first checkpoint an hour into the run.
+  Status writable = ps::checkWritableDirectory(c.checkpoint_dir);
+  if (!writable) return fmt::format("--checkpoint-dir: {}", writable.message());
+  c.resume = resuming;
   return {};
 }
 

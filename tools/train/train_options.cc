@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "ps/checkpoint/durable_file.h"
 #include "tools/ps/job_process.h"
 #include "trainer/data/fashion_mnist.h"
 
@@ -177,6 +178,16 @@ std::string checkTrainOptions(TrainCommandLine& c, const char* environment_secre
   }
   if ((c.checkpoint_every > 0 || c.resume) && c.checkpoint_dir.empty()) {
     return fmt::format("{} needs --checkpoint-dir", c.resume ? "--resume" : "--checkpoint-every");
+  }
+  if (std::error_code error; c.resume && !std::filesystem::is_directory(c.checkpoint_dir, error)) {
+    return fmt::format("--resume: --checkpoint-dir '{}' is not a directory, so there is nothing to resume from",
+                       c.checkpoint_dir);
+  }
+  if (c.checkpoint_every > 0) {
+    // Checked now, not at the first checkpoint an epoch into the run.
+    if (Status writable = ps::checkWritableDirectory(c.checkpoint_dir); !writable) {
+      return fmt::format("--checkpoint-dir: {}", writable.message());
+    }
   }
   if (c.out_dir.empty()) return "--out '': expected a directory";
   if (c.data_dir.empty()) c.data_dir = trainer::data::fashionMnistDir();
