@@ -22,6 +22,10 @@ using transport::RequestPtr;
 namespace {
 
 constexpr auto kStopPoll = std::chrono::milliseconds(200);
+// How long a timed-out wait asks the servers it waits on whether they are alive. A live server
+// answers within a round trip even while it waits for a straggler.
+constexpr auto kPingWait = std::chrono::milliseconds(1000);
+constexpr uint32_t kNoPong = UINT32_MAX;  // no pong yet (pong values are 15 bits)
 
 // One push() or pull(): completes when every chunk it needs is done.
 struct Op {
@@ -133,6 +137,9 @@ class ClientImpl final : public Client {
   void flushPullsLocked(uint32_t chunk);
   void signal(int server, ToServer type, uint32_t chunk, uint64_t value);
   void failAllLocked(const Status& status);
+  // Pings `servers` and returns those that did not answer within kPingWait (the lock is released
+  // while the pings go out and while waiting).
+  std::vector<int> unansweredPingsLocked(std::unique_lock<std::mutex>& lock, const std::vector<int>& servers);
   uint32_t globalChunk(int server, uint32_t local) const {
     return local * static_cast<uint32_t>(job_.servers) + static_cast<uint32_t>(server);
   }
@@ -171,6 +178,10 @@ class ClientImpl final : public Client {
   std::vector<LayerTrack> layers_;
   Status failure_;
   std::condition_variable failure_cv_;
+  // Liveness probes after a timed-out wait: per server, the value of its last kPong.
+  std::vector<uint32_t> pongs_;
+  uint32_t next_ping_ = 0;
+  std::condition_variable pong_cv_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
 };
@@ -236,6 +247,7 @@ Status ClientImpl::setUp(transport::bootstrap::Store& store, const model::Model&
   start_clock_ = *resume;
   for (ChunkTrack& chunk : chunks_) chunk.pushes = chunk.version = start_clock_;
   unacked_bytes_.assign(static_cast<size_t>(job_.servers), 0);
+  pongs_.assign(static_cast<size_t>(job_.servers), kNoPong);
   held_.resize(static_cast<size_t>(job_.servers));
   for (const Shard& shard : shards) held_[static_cast<size_t>(shard.server)].reserve(shard.chunks.size());
   for (LayerTrack& layer : layers_) layer.clock = start_clock_;
@@ -467,6 +479,11 @@ void ClientImpl::serverLoop(int server) {
 }
 
 Status ClientImpl::handle(int server, const Imm& imm) {
+  if (imm.type == static_cast<uint8_t>(ToWorker::kPong)) {
+    pongs_[static_cast<size_t>(server)] = imm.value;
+    pong_cv_.notify_all();
+    return Status::ok();
+  }
   const uint32_t c = globalChunk(server, imm.chunk);
   if (c >= chunks_.size()) {
     return makeStatus(StatusCode::kProtocolError, "named its chunk {} (global {}) but the model has {} chunks",
@@ -526,8 +543,9 @@ Status ClientImpl::handle(int server, const Imm& imm) {
       failAllLocked(makeStatus(StatusCode::kConnectionError, "worker {} (rank {}) is gone, reported by server {}",
                                imm.value, job_.workerRank(static_cast<int>(imm.value)), server));
       return Status::ok();
+    case ToWorker::kPong: break;  // handled above
   }
-  return makeStatus(StatusCode::kProtocolError, "sent immediate type {} (expected 0..4)", imm.type);
+  return makeStatus(StatusCode::kProtocolError, "sent immediate type {} (expected 0..5)", imm.type);
 }
 
 void ClientImpl::failAllLocked(const Status& status) {
@@ -549,22 +567,54 @@ Status ClientImpl::wait(const RequestPtr& request, Deadline deadline) {
   Status status = request->wait(deadline);
   if (request->test()) return request->status();  // also when it finished just after the timeout
   if (status.code() != StatusCode::kTimeout) return status;
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   std::vector<std::string> waits;
+  std::vector<int> servers;  // those the pending chunks wait on
   for (size_t c = 0; c < chunks_.size() && waits.size() < 4; ++c) {
     const ChunkTrack& chunk = chunks_[c];
     if (!chunk.pulls.empty()) {
-      waits.push_back(chunk.blocker >= 0
-                          ? fmt::format("chunk {} on server {} waits for worker {}", c, chunk.server, chunk.blocker)
-                          : fmt::format("chunk {} on server {} not answered", c, chunk.server));
+      waits.push_back(chunk.blocker >= 0 ? fmt::format("chunk {} on server {} waits for worker {} (the server's last "
+                                                       "report)",
+                                                       c, chunk.server, chunk.blocker)
+                                         : fmt::format("chunk {} on server {} not answered", c, chunk.server));
     } else if (chunk.awaiting_ack) {
       waits.push_back(fmt::format("chunk {} on server {} not acknowledged", c, chunk.server));
     } else if (chunk.push_ready > 0 || chunk.pull_ready > 0) {
       waits.push_back(fmt::format("chunk {} waits for its other layers to call", c));
+      continue;
+    } else {
+      continue;
     }
+    if (std::find(servers.begin(), servers.end(), chunk.server) == servers.end()) servers.push_back(chunk.server);
   }
+  // What a server last reported may be stale: a stopped server's "waits for worker 1" blames a
+  // worker that pushed long ago. So ask each server it waits on; one that does not answer is
+  // named first, as the likely cause.
+  const std::vector<int> silent = unansweredPingsLocked(lock, servers);
+  std::vector<std::string> causes;
+  for (int server : silent) {
+    causes.push_back(fmt::format("server {} (rank {}) did not answer a ping within {} ms: stopped, hung or cut off",
+                                 server, job_.serverRank(server), kPingWait.count()));
+  }
+  causes.insert(causes.end(), waits.begin(), waits.end());
   return makeStatus(StatusCode::kTimeout, "{}: {}", status.message(),
-                    waits.empty() ? std::string("nothing pending") : fmt::format("{}", fmt::join(waits, "; ")));
+                    causes.empty() ? std::string("nothing pending") : fmt::format("{}", fmt::join(causes, "; ")));
+}
+
+std::vector<int> ClientImpl::unansweredPingsLocked(std::unique_lock<std::mutex>& lock,
+                                                   const std::vector<int>& servers) {
+  if (servers.empty()) return {};
+  const uint32_t ping = next_ping_++ & kImmValueMask;
+  lock.unlock();
+  for (int server : servers) signal(server, ToServer::kPing, 0, ping);
+  lock.lock();
+  auto answered = [&](int server) { return pongs_[static_cast<size_t>(server)] == ping; };
+  pong_cv_.wait_for(lock, kPingWait, [&] { return std::all_of(servers.begin(), servers.end(), answered); });
+  std::vector<int> silent;
+  for (int server : servers) {
+    if (!answered(server)) silent.push_back(server);
+  }
+  return silent;
 }
 
 uint64_t ClientImpl::version(size_t layer) const {

@@ -29,6 +29,7 @@ enum class ToServer : uint8_t {
   kCheckpoint = 3,  // checkpoint at clock value (widened)
   kBye = 4,         // this worker is done; its connection may close
   kAnnounce = 5,    // this worker reorders its pushes (PushSchedule::priority): send it kAwaited
+  kPing = 6,        // answer kPong with this value: is the server alive (a worker's wait timed out)
 };
 
 // Server -> worker.
@@ -40,6 +41,7 @@ enum class ToWorker : uint8_t {
   // BSP, to a worker that sent kAnnounce: another worker pushed `chunk` for clock value (widened)
   // and this one has not, so the aggregation waits for it.
   kAwaited = 4,
+  kPong = 5,  // the answer to kPing, with its value
 };
 
 struct Imm {

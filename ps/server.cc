@@ -279,7 +279,7 @@ void ServerImpl::workerLoop(int worker) {
 
 Status ServerImpl::handle(int worker, const Imm& imm) {
   if (imm.chunk >= chunks_.size() && imm.type != static_cast<uint8_t>(ToServer::kCheckpoint) &&
-      imm.type != static_cast<uint8_t>(ToServer::kAnnounce)) {
+      imm.type != static_cast<uint8_t>(ToServer::kAnnounce) && imm.type != static_cast<uint8_t>(ToServer::kPing)) {
     return makeStatus(StatusCode::kProtocolError, "worker {} named chunk {} but server {} holds {} chunks", worker,
                       imm.chunk, server_, chunks_.size());
   }
@@ -289,9 +289,10 @@ Status ServerImpl::handle(int worker, const Imm& imm) {
     case ToServer::kInit: return onInit(worker, imm.chunk);
     case ToServer::kCheckpoint: onCheckpointRequest(imm.value); return Status::ok();
     case ToServer::kAnnounce: onAnnounce(worker); return Status::ok();
+    case ToServer::kPing: notify(worker, ToWorker::kPong, 0, imm.value); return Status::ok();
     case ToServer::kBye: break;
   }
-  return makeStatus(StatusCode::kProtocolError, "worker {} sent immediate type {} (expected 0..5)", worker, imm.type);
+  return makeStatus(StatusCode::kProtocolError, "worker {} sent immediate type {} (expected 0..6)", worker, imm.type);
 }
 
 Status ServerImpl::onPush(int worker, uint32_t index) {

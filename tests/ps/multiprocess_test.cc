@@ -3,6 +3,7 @@
 // others fail promptly naming it, and under async they go on.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -100,6 +101,29 @@ TEST_P(PsMultiprocess, WorkerKilledUnderBspFailsTheOthersNamingIt) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
   EXPECT_EQ(waitExit(*ranks[3], 15s), 1) << read_file(dir.path() + "/log-bsp-3");
   EXPECT_NE(read_file(dir.path() + "/log-bsp-3").find("worker 2 (rank 2) is gone"), std::string::npos);
+}
+
+// A server stopped (SIGSTOP: its sockets stay open, so nothing fails) leaves the workers' waits to
+// time out. Their messages must name that server, which does not answer a ping, rather than the
+// worker it last reported waiting for, which had pushed long before.
+TEST_P(PsMultiprocess, AStoppedServerIsNamedNotABystander) {
+  TempDir dir;
+  JobSpec job = spec();
+  job.workers = 2;
+  job.servers = 1;
+  job.clocks = 1'000'000;
+  job.clock_delay_ms = 1;
+  job.edit_argv = [](int, std::vector<std::string>& argv) { setOption(argv, "--timeout", "10"); };
+  auto ranks = launchJob(PS_PEER_BINARY, job, dir.path(), "stop");
+  std::this_thread::sleep_for(3s);  // past start-up, in the clock loop
+  ASSERT_EQ(::kill(ranks[2]->pid(), SIGSTOP), 0);
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_EQ(waitExit(*ranks[static_cast<size_t>(w)], 20s), 1);
+    const std::string log = read_file(dir.path() + "/log-stop-" + std::to_string(w));
+    EXPECT_NE(log.find("server 0 (rank 2) did not answer a ping within 1000 ms"), std::string::npos) << log;
+  }
+  ::kill(ranks[2]->pid(), SIGCONT);
+  ranks[2]->stop(SIGKILL);
 }
 
 TEST_P(PsMultiprocess, WorkerKilledUnderAsyncTheOthersGoOn) {

@@ -56,6 +56,7 @@ std::vector<int> TcpPair::missingStreams() const {
 
 Status TcpPair::activate() {
   std::lock_guard<std::mutex> lock(mutex_);
+  writes_through_stream_.assign(streams_.size(), 0);
   for (auto& stream : streams_) {
     POSEIDON_RETURN_IF_ERROR(setNonBlocking(stream->fd(), true));
     POSEIDON_RETURN_IF_ERROR(engine_.add(stream->fd(), stream.get(), EPOLLIN));
@@ -236,7 +237,7 @@ Result<uint8_t*> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
   return makeStatus(StatusCode::kInternal, "unhandled frame type {}", static_cast<int>(h.type));
 }
 
-Status TcpPair::onFrameComplete(const wire::FrameHeader& h) {
+Status TcpPair::onFrameComplete(const wire::FrameHeader& h, int stream) {
   Completions done;
   Status result;
   {
@@ -299,7 +300,10 @@ Status TcpPair::onFrameComplete(const wire::FrameHeader& h) {
                               w.received, h.seq, w.total);
           break;
         }
+        uint64_t& through = writes_through_stream_[static_cast<size_t>(stream)];
+        through = std::max(through, h.seq + 1);
         result = deliverWritesLocked(done);
+        if (result.isOk()) result = gapInWritesLocked();
         break;
       }
     }
@@ -318,6 +322,23 @@ Status TcpPair::deliverWritesLocked(Completions& done) {
     POSEIDON_RETURN_IF_ERROR(landedLocked(landed.total, landed.imm, done));
   }
   return Status::ok();
+}
+
+Status TcpPair::gapInWritesLocked() {
+  if (incoming_writes_.empty()) return Status::ok();
+  // Each stream is FIFO, and a write's frames are queued on their streams before any frame of a
+  // later write (enqueuePiecesLocked). So once every stream has carried a frame of a later write,
+  // the bytes the oldest write still lacks will never come: a frame was lost or dropped on the way.
+  const uint64_t slowest = *std::min_element(writes_through_stream_.begin(), writes_through_stream_.end());
+  if (slowest <= next_notify_seq_ + 1) return Status::ok();
+  const IncomingWrite& oldest = incoming_writes_.front();
+  return makeStatus(
+      StatusCode::kProtocolError,
+      "a gap in the write sequence from {}: write {} is missing {} of its bytes, but every stream has "
+      "since carried later writes (up to {}); a frame was lost on the way",
+      peerName(), next_notify_seq_,
+      oldest.seen ? fmt::format("{} of {}", oldest.total - oldest.received, oldest.total) : std::string("all"),
+      slowest - 1);
 }
 
 void TcpPair::fail(Status cause) {

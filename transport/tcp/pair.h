@@ -49,7 +49,7 @@ class TcpPair final : public PairBase {
 
   // Under the dispatch gate, from a stream.
   Result<uint8_t*> onFrameHeader(const wire::FrameHeader& header);
-  Status onFrameComplete(const wire::FrameHeader& header);
+  Status onFrameComplete(const wire::FrameHeader& header, int stream);
   // Fails every pending request with `cause` and closes the streams. Under the dispatch gate, or after
   // the streams were removed from the engine.
   void fail(Status cause);
@@ -83,6 +83,8 @@ class TcpPair final : public PairBase {
   void startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, uint64_t room, Completions& done);
   void flushAllLocked(Completions& done);
   Status deliverWritesLocked(Completions& done);
+  // kProtocolError when the oldest undelivered write can no longer be completed.
+  Status gapInWritesLocked();
 
   TcpContext& context_;
   const DeviceOptions options_;
@@ -100,6 +102,9 @@ class TcpPair final : public PairBase {
   uint64_t write_seq_ = 0;
   uint64_t next_notify_seq_ = 0;
   RingQueue<IncomingWrite> incoming_writes_;  // writes [next_notify_seq_, ...) by seq
+  // Per stream, 1 + the highest write number it carried (0: none yet), to tell a lost frame from
+  // one still on its way (gapInWritesLocked).
+  std::vector<uint64_t> writes_through_stream_;
 };
 
 }  // namespace poseidon::transport::tcp

@@ -247,7 +247,7 @@ void Stream::onReadable() {
     }
     last_payload_large_ = header_.length >= kLargePayload;
     read_state_ = ReadState::kHeader;
-    Status st = pair_.onFrameComplete(header_);
+    Status st = pair_.onFrameComplete(header_, index_);
     if (!st.isOk()) {
       failStream(st);
       return;
