@@ -7,6 +7,9 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
+
+#include <spdlog/spdlog.h>
 
 #include "ps/checkpoint/resume.h"
 #include "ps/imm_code.h"
@@ -137,6 +140,7 @@ class ClientImpl final : public Client {
   void flushPullsLocked(uint32_t chunk);
   void signal(int server, ToServer type, uint32_t chunk, uint64_t value);
   void failAllLocked(const Status& status);
+  Status onCheckpointRefusedLocked(int server, const Imm& imm);
   // Pings `servers` and returns those that did not answer within kPingWait (the lock is released
   // while the pings go out and while waiting).
   std::vector<int> unansweredPingsLocked(std::unique_lock<std::mutex>& lock, const std::vector<int>& servers);
@@ -180,6 +184,7 @@ class ClientImpl final : public Client {
   std::condition_variable failure_cv_;
   // Liveness probes after a timed-out wait: per server, the value of its last kPong.
   std::vector<uint32_t> pongs_;
+  Status checkpoint_refusal_;  // the first refusal not yet returned by requestCheckpoint
   uint32_t next_ping_ = 0;
   std::condition_variable pong_cv_;
   std::vector<std::thread> threads_;
@@ -484,6 +489,7 @@ Status ClientImpl::handle(int server, const Imm& imm) {
     pong_cv_.notify_all();
     return Status::ok();
   }
+  if (imm.type == static_cast<uint8_t>(ToWorker::kCheckpointRefused)) return onCheckpointRefusedLocked(server, imm);
   const uint32_t c = globalChunk(server, imm.chunk);
   if (c >= chunks_.size()) {
     return makeStatus(StatusCode::kProtocolError, "named its chunk {} (global {}) but the model has {} chunks",
@@ -543,9 +549,10 @@ Status ClientImpl::handle(int server, const Imm& imm) {
       failAllLocked(makeStatus(StatusCode::kConnectionError, "worker {} (rank {}) is gone, reported by server {}",
                                imm.value, job_.workerRank(static_cast<int>(imm.value)), server));
       return Status::ok();
-    case ToWorker::kPong: break;  // handled above
+    case ToWorker::kPong:
+    case ToWorker::kCheckpointRefused: break;  // handled above
   }
-  return makeStatus(StatusCode::kProtocolError, "sent immediate type {} (expected 0..5)", imm.type);
+  return makeStatus(StatusCode::kProtocolError, "sent immediate type {} (expected 0..6)", imm.type);
 }
 
 void ClientImpl::failAllLocked(const Status& status) {
@@ -624,9 +631,30 @@ uint64_t ClientImpl::version(size_t layer) const {
   return lowest == UINT64_MAX ? 0 : lowest;
 }
 
+Status ClientImpl::onCheckpointRefusedLocked(int server, const Imm& imm) {
+  std::string why;
+  switch (static_cast<CheckpointRefusal>(imm.value)) {
+    case CheckpointRefusal::kNoDirectory:
+      why = "it has no checkpoint directory (start it with one: --checkpoint-dir)";
+      break;
+    case CheckpointRefusal::kWriteFailed:
+      why = "writing the file failed (its log says why: a full disk, permissions)";
+      break;
+    default:
+      return makeStatus(StatusCode::kProtocolError, "refused a checkpoint for reason {} (expected 1 or 2)", imm.value);
+  }
+  Status refusal = makeStatus(StatusCode::kUnavailable, "server {} (rank {}) did not checkpoint (clock {} mod {}): {}",
+                              server, job_.serverRank(server), imm.chunk, kMaxChunksPerServer, why);
+  spdlog::warn("{}", refusal.message());
+  if (checkpoint_refusal_.isOk()) checkpoint_refusal_ = std::move(refusal);
+  return Status::ok();
+}
+
 Status ClientImpl::requestCheckpoint(uint64_t clock) {
   std::lock_guard lock(mutex_);
   if (!failure_.isOk()) return failure_;
+  // An earlier request that a server refused: said once, to the caller that can act on it.
+  if (!checkpoint_refusal_.isOk()) return std::exchange(checkpoint_refusal_, Status::ok());
   for (int server = 0; server < job_.servers; ++server) signal(server, ToServer::kCheckpoint, 0, clock);
   return Status::ok();
 }

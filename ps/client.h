@@ -80,6 +80,8 @@ class Client {
   virtual size_t layerCount() const = 0;
 
   // Asks every server to checkpoint at `clock` (or the first clock none of its chunks passed).
+  // A server that could not (no directory, a failed write) tells this worker, which logs it and
+  // returns it from the next call.
   virtual Status requestCheckpoint(uint64_t clock) = 0;
   // Tells every server this worker is done; waits for outstanding requests first.
   virtual Status finish(Deadline deadline) = 0;

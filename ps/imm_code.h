@@ -42,6 +42,14 @@ enum class ToWorker : uint8_t {
   // and this one has not, so the aggregation waits for it.
   kAwaited = 4,
   kPong = 5,  // the answer to kPing, with its value
+  // A checkpoint did not happen: value is a CheckpointRefusal, chunk the checkpoint's clock's low
+  // 14 bits (for the message only).
+  kCheckpointRefused = 6,
+};
+
+enum class CheckpointRefusal : uint32_t {
+  kNoDirectory = 1,  // the server was started without a checkpoint directory
+  kWriteFailed = 2,  // writing the file failed (its log says why: disk full, permissions...)
 };
 
 struct Imm {

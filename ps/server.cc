@@ -120,7 +120,7 @@ class ServerImpl final : public Server {
   Status onPush(int worker, uint32_t index);
   Status onPull(int worker, uint32_t index, uint32_t low);
   Status onInit(int worker, uint32_t index);
-  void onCheckpointRequest(uint32_t low);
+  void onCheckpointRequest(int worker, uint32_t low);
   void onAnnounce(int worker);
   void announceLocked(uint32_t index, const ChunkState& chunk, int worker);
   void onWorkerGone(int worker, const Status& why);
@@ -238,8 +238,18 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
     spdlog::info("server {}: resumed from clock {}", server_, resumed_clock_);
   }
   if (checkpoints) {
+    // A failed write is told to every worker still here, so the job's log says a checkpoint is
+    // missing where someone looks, not only in this server's.
+    auto tell_workers = [this](uint64_t clock, const Status&) {
+      for (int w = 0; w < job_.workers; ++w) {
+        if (live(w)) {
+          notify(w, ToWorker::kCheckpointRefused, static_cast<uint32_t>(clock),
+                 static_cast<uint32_t>(CheckpointRefusal::kWriteFailed));
+        }
+      }
+    };
     checkpointer_ = std::make_unique<Checkpointer>(options_.checkpoint_dir, identity, shard_, options_.checkpoint_every,
-                                                   options_.checkpoint_keep, resumed_clock_);
+                                                   options_.checkpoint_keep, resumed_clock_, tell_workers);
   }
   auto descriptors = fetchWorkerRegions(store, job_, deadline);
   if (!descriptors) return descriptors.status();
@@ -287,7 +297,7 @@ Status ServerImpl::handle(int worker, const Imm& imm) {
     case ToServer::kPush: return onPush(worker, imm.chunk);
     case ToServer::kPull: return onPull(worker, imm.chunk, imm.value);
     case ToServer::kInit: return onInit(worker, imm.chunk);
-    case ToServer::kCheckpoint: onCheckpointRequest(imm.value); return Status::ok();
+    case ToServer::kCheckpoint: onCheckpointRequest(worker, imm.value); return Status::ok();
     case ToServer::kAnnounce: onAnnounce(worker); return Status::ok();
     case ToServer::kPing: notify(worker, ToWorker::kPong, 0, imm.value); return Status::ok();
     case ToServer::kBye: break;
@@ -442,9 +452,11 @@ Status ServerImpl::onInit(int worker, uint32_t index) {
   return Status::ok();
 }
 
-void ServerImpl::onCheckpointRequest(uint32_t low) {
+void ServerImpl::onCheckpointRequest(int worker, uint32_t low) {
   if (!checkpointer_) {
-    spdlog::warn("server {}: a checkpoint was requested but no checkpoint directory is set", server_);
+    spdlog::warn("server {}: worker {} asked for a checkpoint but no checkpoint directory is set; told it so", server_,
+                 worker);
+    notify(worker, ToWorker::kCheckpointRefused, low, static_cast<uint32_t>(CheckpointRefusal::kNoDirectory));
     return;
   }
   checkpointer_->request(widenAtLeast(version(), low));

@@ -9,8 +9,9 @@
 namespace poseidon::ps {
 
 Checkpointer::Checkpointer(std::string dir, CheckpointIdentity identity, const Shard& shard, uint64_t every, int keep,
-                           uint64_t start_clock)
-    : dir_(std::move(dir)),
+                           uint64_t start_clock, std::function<void(uint64_t clock, const Status&)> on_failure)
+    : on_failure_(std::move(on_failure)),
+      dir_(std::move(dir)),
       identity_(std::move(identity)),
       shard_(shard),
       every_(every),
@@ -100,8 +101,10 @@ void Checkpointer::writerLoop() {
     data.state0 = snapshot->state0;
     data.state1 = snapshot->state1;
     Status status = writeCheckpoint(dir_, identity_, data, keep_);
-    if (!status.isOk())
+    if (!status.isOk()) {
       spdlog::error("server {}: checkpoint at clock {}: {}", identity_.server, data.clock, status.toString());
+      if (on_failure_) on_failure_(data.clock, status);
+    }
     lock.lock();
     writing_ = false;
     if (status.isOk()) {

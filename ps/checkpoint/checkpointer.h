@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,8 +27,10 @@ namespace poseidon::ps {
 
 class Checkpointer {
  public:
+  // `on_failure` (any thread, may be empty) hears of each checkpoint whose file could not be
+  // written, so the workers can be told.
   Checkpointer(std::string dir, CheckpointIdentity identity, const Shard& shard, uint64_t every, int keep,
-               uint64_t start_clock);
+               uint64_t start_clock, std::function<void(uint64_t clock, const Status&)> on_failure = {});
   ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
@@ -55,6 +58,7 @@ class Checkpointer {
   bool dueLocked(uint64_t version) const;
   void writerLoop();
 
+  const std::function<void(uint64_t clock, const Status&)> on_failure_;
   const std::string dir_;
   const CheckpointIdentity identity_;
   const Shard& shard_;

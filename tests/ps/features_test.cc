@@ -75,6 +75,28 @@ TEST(PsFeatures, CheckpointOnRequestThenResumeUnderAnotherOptimizerIsRefused) {
   EXPECT_NE(refused.server_status[0].message().find("lr"), std::string::npos) << refused.server_status[0].toString();
 }
 
+// A checkpoint a server cannot take is told to the worker that asked, with the reason, instead
+// of only appearing in the server's log.
+TEST(PsFeatures, ACheckpointRefusedByAServerReachesTheWorkerWithItsReason) {
+  ClusterSpec spec;
+  spec.workers = 2;
+  spec.servers = 1;  // started without a checkpoint directory
+  Status second_request;
+  spec.train = [&](ps::Client& client, int worker) -> Status {
+    if (worker == 0) POSEIDON_RETURN_IF_ERROR(client.requestCheckpoint(3));
+    POSEIDON_RETURN_IF_ERROR(trainWorker(client, {worker, 8, 5, false}, Deadline::after(spec.deadline)));
+    // Every clock made a round trip to the server since, so its answer has arrived.
+    if (worker == 0) second_request = client.requestCheckpoint(9);
+    return client.finish(Deadline::after(spec.deadline));
+  };
+  const ClusterRun run = runCluster(spec);
+  ASSERT_TRUE(run.worker_status[0].isOk()) << run.worker_status[0].toString();
+  EXPECT_EQ(second_request.code(), StatusCode::kUnavailable) << second_request.toString();
+  EXPECT_NE(second_request.message().find("server 0 (rank 2) did not checkpoint"), std::string::npos)
+      << second_request.message();
+  EXPECT_NE(second_request.message().find("no checkpoint directory"), std::string::npos) << second_request.message();
+}
+
 // Layers that share a chunk, each pulled before the next one pushed: the chunk's pull must wait
 // for the chunk's push (the server reads a pull's version against the pushes it has seen).
 TEST(PsFeatures, PullsCalledBeforeANeighbourPushedStillGetTheNextVersion) {
