@@ -615,7 +615,12 @@ std::vector<int> ClientImpl::unansweredPingsLocked(std::unique_lock<std::mutex>&
   lock.unlock();
   for (int server : servers) signal(server, ToServer::kPing, 0, ping);
   lock.lock();
-  auto answered = [&](int server) { return pongs_[static_cast<size_t>(server)] == ping; };
+  // Pings go out in order and each server answers in order, so any pong from ours onwards (another
+  // thread may have pinged since, and its pong overwritten ours) proves the server alive.
+  auto answered = [&](int server) {
+    const uint32_t pong = pongs_[static_cast<size_t>(server)];
+    return pong != kNoPong && ((pong - ping) & kImmValueMask) < ((next_ping_ - ping) & kImmValueMask);
+  };
   pong_cv_.wait_for(lock, kPingWait, [&] { return std::all_of(servers.begin(), servers.end(), answered); });
   std::vector<int> silent;
   for (int server : servers) {
@@ -653,10 +658,10 @@ Status ClientImpl::onCheckpointRefusedLocked(int server, const Imm& imm) {
 Status ClientImpl::requestCheckpoint(uint64_t clock) {
   std::lock_guard lock(mutex_);
   if (!failure_.isOk()) return failure_;
-  // An earlier request that a server refused: said once, to the caller that can act on it.
-  if (!checkpoint_refusal_.isOk()) return std::exchange(checkpoint_refusal_, Status::ok());
   for (int server = 0; server < job_.servers; ++server) signal(server, ToServer::kCheckpoint, 0, clock);
-  return Status::ok();
+  // This one is asked for all the same; an earlier one a server refused is said once, here, to
+  // the caller that can act on it.
+  return std::exchange(checkpoint_refusal_, Status::ok());
 }
 
 Status ClientImpl::finish(Deadline deadline) {

@@ -71,7 +71,8 @@ class Client {
   // The same with an explicit version: at least `min_version` (at most the layer's clock, since
   // a version beyond our own pushes could never come). Async servers answer at once regardless.
   virtual transport::RequestPtr pull(size_t layer, uint64_t min_version) = 0;
-  // request->wait(deadline), but a timeout names what the servers said they wait for.
+  // request->wait(deadline), but a timeout names what the servers said they wait for, after
+  // pinging them (up to 1 s past the deadline) to name one that does not answer.
   virtual Status wait(const transport::RequestPtr& request, Deadline deadline) = 0;
 
   virtual uint64_t clock(size_t layer) const = 0;
@@ -81,7 +82,7 @@ class Client {
 
   // Asks every server to checkpoint at `clock` (or the first clock none of its chunks passed).
   // A server that could not (no directory, a failed write) tells this worker, which logs it and
-  // returns it from the next call.
+  // returns it from the next call (whose own request is still sent).
   virtual Status requestCheckpoint(uint64_t clock) = 0;
   // Tells every server this worker is done; waits for outstanding requests first.
   virtual Status finish(Deadline deadline) = 0;

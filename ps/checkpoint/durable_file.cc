@@ -37,8 +37,9 @@ Status checkWritableDirectory(const std::string& dir) {
   if (!std::filesystem::is_directory(dir, error)) {
     return makeStatus(StatusCode::kIoError, "checkpoint directory {} is not a directory", dir);
   }
-  const std::string probe = fmt::format("{}/.poseidon-write-probe-{}", dir, ::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  // A unique name: several servers of one process may share the directory.
+  std::string probe = dir + "/.poseidon-write-probe-XXXXXX";
+  const int fd = ::mkstemp(probe.data());
   if (fd < 0) return errnoStatus(StatusCode::kIoError, fmt::format("create a file in checkpoint directory {}", dir));
   ::close(fd);
   ::unlink(probe.c_str());

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -15,10 +17,12 @@ using namespace poseidon::ps;
 
 namespace {
 
+// Made once, removed at exit (with the one file in it).
 std::string scratchDirectory() {
-  char name[] = "/tmp/poseidon-fuzz-checkpoint-XXXXXX";
-  const char* made = ::mkdtemp(name);
-  return made != nullptr ? made : "/tmp";
+  static char name[] = "/tmp/poseidon-fuzz-checkpoint-XXXXXX";
+  if (::mkdtemp(name) == nullptr) return "/tmp";
+  std::atexit([] { std::filesystem::remove_all(name); });
+  return name;
 }
 
 }  // namespace

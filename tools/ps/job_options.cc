@@ -24,14 +24,15 @@ void addJobOptions(CLI::App& app, JobOptions& o) {
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   app.add_option("--chunk-bytes", o.chunk_bytes, "Chunk size: a multiple of 4 bytes (default 2M; K, M suffixes)")
       ->type_name("BYTES")
-      // Before the size transform, which would read "-8" as 2^64 - 8.
-      ->check(CLI::Validator(
+      ->transform(CLI::AsSizeValue(false))
+      // transform() puts its validator first, so this runs before the size transform, which
+      // would read "-8" as 2^64 - 8.
+      ->transform(CLI::Validator(
           [](std::string& text) {
             return text.find('-') == std::string::npos ? std::string()
                                                        : fmt::format("'{}': expected a positive size in bytes", text);
           },
-          "POSITIVE"))
-      ->transform(CLI::AsSizeValue(false));
+          "POSITIVE"));
   app.add_option("--consistency", o.consistency_spec,
                  "bsp (default), ssp:<staleness>, async or async:push=<n>,fetch=<n>")
       ->type_name("MODEL");

@@ -1,10 +1,13 @@
 // Store authentication: both ends of a TCP store connection prove the job's secret, and every
 // message after the greeting carries a MAC under a key of that connection alone.
 //
-//   server -> client  greeting: an OK response whose value is the server's nonce (or an error
-//                     response naming why this connection is refused)
+//   server -> client  greeting: an OK response whose value is the server's nonce
 //   client -> server  hello request: the client's nonce, with its MAC
-//   server -> client  the hello's response, with its MAC: the server's proof
+//   server -> client  the hello's response, with its MAC: the server's proof; its value is the
+//                     server's idle time-out in ms (int64), so the client retires pooled
+//                     connections before the server closes them. A connection the server drops
+//                     before the hello gets an error response without a MAC, the only one a client
+//                     believes (as a reason, never as an answer to a request).
 //   then every request and response carries a MAC; request n and its response have sequence n
 //
 // session key = HMAC-SHA256(secret, label || server nonce || client nonce)

@@ -16,6 +16,7 @@ constexpr int kKeepIdleSeconds = 10;
 constexpr int kKeepIntervalSeconds = 5;
 constexpr int kKeepCount = 3;
 constexpr auto kDisplacedRetryPause = std::chrono::milliseconds(10);
+constexpr int kClosedFirstRetries = 50;
 
 // Readies a fresh connection to the server.
 Fd configureStoreSocket(Fd fd) {
@@ -44,6 +45,7 @@ Result<std::unique_ptr<TcpStore>> TcpStore::connect(const std::string& host, uin
 Result<TcpStore::Connection> TcpStore::open(const std::string& host, uint16_t port, const std::string& secret,
                                             Deadline deadline, bool wait_for_server) {
   const std::string address = formatHostPort(host, port);
+  int closed_first = 0;
   while (true) {
     // After the first connection only one attempt: the server was up once, so a refusal now
     // means it is gone.
@@ -52,7 +54,10 @@ Result<TcpStore::Connection> TcpStore::open(const std::string& host, uint16_t po
     Failure failure = Failure::kOther;
     Result<Connection> connection =
         authenticate(configureStoreSocket(std::move(*fd)), secret, address, deadline, failure);
-    const bool displaced = failure == Failure::kDisplaced || failure == Failure::kClosedFirst;
+    // A close without a reason may be a displacement whose reason the reset overtook, or a port
+    // that accepts and closes: tried again a bounded number of times.
+    const bool displaced =
+        failure == Failure::kDisplaced || (failure == Failure::kClosedFirst && ++closed_first <= kClosedFirstRetries);
     if (connection || !displaced || deadline.expired()) return connection;
     // Strangers flooding the store from our host displaced this connection before its hello
     // was read (its reason, or a reset when the close overtook it): try again on a new one.
@@ -77,6 +82,11 @@ Result<TcpStore::Connection> TcpStore::authenticate(Fd fd, const std::string& se
   }
   const ResponseHeader header = decodeResponseHeader(header_bytes.data());
   POSEIDON_RETURN_IF_ERROR(validateResponseHeader(header).withContext(what));
+  // Checked before anything is allocated: any listener on that port can send this.
+  if (header.code == static_cast<uint16_t>(StatusCode::kOk) && header.value_bytes != kStoreNonceBytes) {
+    return makeStatus(StatusCode::kProtocolError, "{}: greeting of {} bytes, expected a {}-byte nonce", what,
+                      header.value_bytes, kStoreNonceBytes);
+  }
   std::vector<uint8_t> body(header.value_bytes);
   io = recvAll(fd.get(), body.data(), body.size(), deadline, address);
   if (!io) return io.withContext(what);
@@ -85,10 +95,6 @@ Result<TcpStore::Connection> TcpStore::authenticate(Fd fd, const std::string& se
     return Status(static_cast<StatusCode>(header.code), fmt::format("the TCP store at {} refused this connection: {}",
                                                                     address, std::string(body.begin(), body.end())));
   }
-  if (body.size() != kStoreNonceBytes) {
-    return makeStatus(StatusCode::kProtocolError, "{}: greeting of {} bytes, expected a {}-byte nonce", what,
-                      body.size(), kStoreNonceBytes);
-  }
   StoreNonce server_nonce{};
   std::copy(body.begin(), body.end(), server_nonce.begin());
   const StoreNonce client_nonce = randomStoreNonce();
@@ -96,11 +102,17 @@ Result<TcpStore::Connection> TcpStore::authenticate(Fd fd, const std::string& se
   if (!key) return key.status().withContext(what);
 
   // The hello's MAC proves our secret; the MAC of its response proves the server's.
-  Connection connection{std::move(fd), *key, 0, false};
+  Connection connection{std::move(fd), *key, 0, {}, Clock::now()};
   Result<std::vector<uint8_t>> reply =
       exchange(connection, encodeRequest(StoreOp::kHello, "", {client_nonce.begin(), client_nonce.end()}), deadline,
                address, failure);
   if (!reply) return reply.status().withContext(what);
+  if (reply->size() != kCounterBytes || decodeInt64(reply->data()) <= 0) {
+    return makeStatus(StatusCode::kProtocolError, "{}: the hello's reply of {} bytes is not a positive idle time-out",
+                      what, reply->size());
+  }
+  // Half the server's idle time-out: a connection is never reused near the moment it closes it.
+  connection.retire_after = std::chrono::milliseconds(decodeInt64(reply->data())) / 2;
   return connection;
 }
 
@@ -129,10 +141,17 @@ Result<std::vector<uint8_t>> TcpStore::exchange(Connection& connection, const st
   Sha256Mac received{};
   io = recvAll(fd, received.data(), received.size(), deadline, address);
   if (!io) {
-    // A server dropping a connection before it has a key sends its reason without a MAC.
-    if (!ok) {
+    // Before the hello's reply the server has no key, so a reason it gives then has no MAC. Later
+    // one without a MAC is no answer at all: anyone on the path could have written it.
+    if (!ok && connection.sequence == 0) {
       if (header.code == static_cast<uint16_t>(StatusCode::kUnavailable)) failure = Failure::kDisplaced;
       return Status(static_cast<StatusCode>(header.code), text + " (reply not authenticated)");
+    }
+    if (!ok) {
+      return makeStatus(StatusCode::kConnectionError,
+                        "the TCP store at {} closed the connection giving a reason without a MAC, so not believed: "
+                        "'{}'",
+                        address, text);
     }
     return io;
   }
@@ -190,13 +209,6 @@ Result<std::vector<uint8_t>> TcpStore::roundTrip(StoreOp op, const std::string& 
   if (!connection) return connection.status().withContext(what);
   Failure failure = Failure::kOther;
   Result<std::vector<uint8_t>> reply = exchange(*connection, request, deadline, address_, failure);
-  if (!reply && failure == Failure::kClosedFirst && connection->reused) {
-    // The server closes a connection idle past its time-out before reading anything more, so
-    // this request was not acted on: sending it again on a new connection cannot repeat it.
-    connection = open(host_, port_, options_.secret, deadline, /*wait_for_server=*/false);
-    if (!connection) return connection.status().withContext(what);
-    reply = exchange(*connection, request, deadline, address_, failure);
-  }
   if (!reply) {
     // Dropped, never pooled: after a failure the connection may be mid-message, and after an
     // error reply the server may close it.
@@ -209,17 +221,18 @@ Result<std::vector<uint8_t>> TcpStore::roundTrip(StoreOp op, const std::string& 
 Result<TcpStore::Connection> TcpStore::borrowConnection(Deadline deadline) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!idle_.empty()) {
+    // The most recently used first; those idle too long are closed (the server is about to).
+    while (!idle_.empty()) {
       Connection connection = std::move(idle_.back());
       idle_.pop_back();
-      connection.reused = true;
-      return connection;
+      if (Clock::now() - connection.idle_since < connection.retire_after) return connection;
     }
   }
   return open(host_, port_, options_.secret, deadline, /*wait_for_server=*/false);
 }
 
 void TcpStore::returnConnection(Connection connection) {
+  connection.idle_since = Clock::now();
   std::lock_guard<std::mutex> lock(mutex_);
   idle_.push_back(std::move(connection));
 }

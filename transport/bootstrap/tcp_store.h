@@ -3,8 +3,12 @@
 // Safe to call from many threads at once: each call borrows an idle connection or opens one
 // more, so a thread parked in get() never holds up another thread's add() (barrier needs that).
 // A call whose connection fails or times out discards that connection; the next call opens a
-// fresh one. Only the first connection is retried (rank 0 may not be listening yet); after that
-// a server that is gone is reported as kConnectionError at once.
+// fresh one. Connecting waits for rank 0 to come up only the first time; after that a server
+// that is gone is reported as kConnectionError at once. Every connection proves the job's secret
+// and checks the server's proof before its first request, and every request and response is
+// authenticated (store_auth.h). The server closes connections idle past a time-out it announces
+// in the hello's reply; a pooled connection idle for half of that is closed here first, so no
+// request is ever sent into a closing connection and none is ever sent twice.
 #pragma once
 
 #include <chrono>
@@ -48,12 +52,13 @@ class TcpStore final : public Store {
     Fd fd;
     Sha256Mac session_key{};
     uint64_t sequence = 0;
-    bool reused = false;  // from the idle pool: the server may have closed it meanwhile
+    Clock::duration retire_after{};  // idle longer than this: closed, not reused
+    Clock::time_point idle_since;
   };
 
   TcpStore(std::string host, uint16_t port, TcpStoreOptions options, Connection first);
 
-  // How an exchange failed, where that decides whether to try again on a new connection.
+  // How an authentication failed, where that decides whether to try again on a new connection.
   enum class Failure {
     kOther,
     kClosedFirst,  // the connection ended before any byte of a reply
@@ -69,8 +74,9 @@ class TcpStore final : public Store {
   // Sends one request and returns the response body, or the server's error for it.
   Result<std::vector<uint8_t>> roundTrip(StoreOp op, const std::string& key, const std::vector<uint8_t>& value,
                                          Deadline deadline);
-  // One attempt on one connection. kClosedFirst on a pooled connection means the server had
-  // closed it idle; an error reply without a valid MAC is kDisplaced when it is kUnavailable.
+  // One request and its reply on one connection. An error reply without a valid MAC is believed
+  // only as the answer to the hello (the server has no key before it); then kDisplaced when it
+  // is kUnavailable.
   static Result<std::vector<uint8_t>> exchange(Connection& connection, const std::vector<uint8_t>& request,
                                                Deadline deadline, const std::string& address, Failure& failure);
   Result<Connection> borrowConnection(Deadline deadline);

@@ -147,6 +147,13 @@ void TcpStoreServer::Loop::dropOldestPending(const std::string& host) {
       ++at;
       continue;
     }
+    // A rank's hello may be waiting unread in its socket (a batch of accepts ran first): read it
+    // before judging, so only connections that really have not proved anything are dropped.
+    if (c.phase != Phase::kWriting) readRequest(c);
+    if (c.closing || c.authenticated) {
+      at = pending_order_.erase(at);
+      continue;
+    }
     pending_order_.erase(at);
     ++dropped_pending_;
     spdlog::debug("TCP store {}: dropping {}, not authenticated yet, for a newer connection", address_, c.peer);
@@ -195,6 +202,13 @@ void TcpStoreServer::Loop::onEvent(Client& c, uint32_t events) {
 void TcpStoreServer::Loop::sweep(Clock::time_point now) {
   using std::chrono::duration_cast;
   using std::chrono::milliseconds;
+  if (rejected_strangers_ > 0) {
+    spdlog::warn(
+        "TCP store {}: closed {} connections that had not authenticated, for breaking the protocol or the "
+        "hand-shake's time; the last: {}",
+        address_, rejected_strangers_, last_stranger_reason_);
+    rejected_strangers_ = 0;
+  }
   if (dropped_pending_ > 0) {
     spdlog::warn(
         "TCP store {}: dropped {} connections that had not authenticated, for newer ones (limits: {} waiting "
@@ -234,11 +248,21 @@ void TcpStoreServer::Loop::sweep(Clock::time_point now) {
 
 void TcpStoreServer::Loop::reject(Client& c, const Status& why) {
   if (c.closing) return;
-  spdlog::warn("TCP store {}: closing connection from {}: {}", address_, c.peer, why.toString());
+  if (c.authenticated) {
+    spdlog::warn("TCP store {}: closing connection from {}: {}", address_, c.peer, why.toString());
+  } else {
+    // Strangers could fill the log one connection at a time: counted, said once per sweep.
+    spdlog::debug("TCP store {}: closing connection from {}: {}", address_, c.peer, why.toString());
+    ++rejected_strangers_;
+    last_stranger_reason_ = fmt::format("{}: {}", c.peer, why.toString());
+  }
   // Best effort, never blocking: a client that reads gets the reason, others just see the close.
-  // Sealed when the connection has a key, so an authenticated client can trust the reason.
+  // Sealed only while a request is being read and not yet answered, so the MAC's sequence number
+  // is the one that client waits for (after a reply it would seal its next request's answer).
   std::vector<uint8_t> reply = encodeErrorResponse(why);
-  if (c.has_key) {
+  const bool mid_request =
+      c.phase == Phase::kBody || c.phase == Phase::kMac || (c.phase == Phase::kHeader && c.header_got > 0);
+  if (c.has_key && mid_request) {
     StoreMessageMac mac(c.session_key, StoreDirection::kResponse, c.sequence);
     if (Result<Sha256Mac> sealed = mac.update(reply.data(), reply.size()).finish()) {
       reply.insert(reply.end(), sealed->begin(), sealed->end());

@@ -28,9 +28,10 @@ struct TcpStoreServerOptions {
   // Authenticated connections: a job holds one per rank and calling thread; far more is a runaway.
   size_t max_clients = 4096;
   // Connections that have not authenticated yet, from one host and from all: a new one beyond
-  // either limit drops the oldest of that host (or of all), so a flood from one host displaces
-  // only its own connections, never a rank's on another host.
-  size_t max_pending_per_host = 16;
+  // either limit drops the oldest of that host (or of all) that still has not sent its hello, so
+  // a flood from a few hosts displaces only its own connections. A flood from hundreds of hosts
+  // can make a rank's connection be dropped too; TcpStore then connects again until its deadline.
+  size_t max_pending_per_host = 64;
   size_t max_pending_clients = 256;
   // All entries together, and those one connection set, counted as memory held (store_ledger.h).
   size_t max_total_bytes = size_t{1} << 30;

@@ -33,7 +33,9 @@ constexpr int kMaxReadsPerEvent = 16;
 // A body buffer grows with the bytes that actually arrived, never straight to the size a header
 // claims: a thousand clients each announcing 64 MiB and sending nothing cost nothing.
 constexpr size_t kFirstBodyChunk = 64 << 10;
-constexpr int kMaxAcceptsPerEvent = 32;
+// Below the per-host quota of connections still to authenticate, so one batch cannot displace
+// the connections of an earlier one before their hellos are read.
+constexpr int kMaxAcceptsPerEvent = 8;
 // When accept() fails for lack of descriptors the listener stays readable; pausing it keeps the
 // loop from spinning while connections close.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
@@ -153,6 +155,8 @@ class TcpStoreServer::Loop {
   std::unordered_map<std::string, size_t> pending_by_host_;
   std::deque<uint64_t> pending_order_;  // oldest first; may hold tokens no longer pending
   size_t dropped_pending_ = 0;          // since the last sweep, for one log line per sweep
+  size_t rejected_strangers_ = 0;       // likewise: unauthenticated connections closed for cause
+  std::string last_stranger_reason_;
   bool accept_paused_ = false;
   Clock::time_point accept_resume_at_;
   Clock::time_point next_sweep_;

@@ -129,8 +129,10 @@ void TcpStoreServer::Loop::onRequestComplete(Client& c) {
   }
   if (!macsEqual(*expected, c.mac)) {
     if (!c.authenticated) {
-      spdlog::warn("TCP store {}: {} failed to authenticate: its hello does not prove this job's secret", address_,
-                   c.peer);
+      spdlog::debug("TCP store {}: {} failed to authenticate: its hello does not prove this job's secret", address_,
+                    c.peer);
+      ++rejected_strangers_;
+      last_stranger_reason_ = fmt::format("{}: its hello does not prove this job's secret", c.peer);
       respondError(c,
                    Status(StatusCode::kAuthError,
                           "the hello does not prove the job's secret: this process was given another secret than "
@@ -168,7 +170,10 @@ void TcpStoreServer::Loop::finishHello(Client& c) {
   c.authenticated = true;
   leavePending(c);
   ++authenticated_;
-  respond(c, StatusCode::kOk, {});
+  // The reply says how long an idle connection is kept, so the client retires its pooled ones
+  // before that and never sends a request into a close (a resend could repeat an add).
+  const auto idle = encodeInt64(static_cast<int64_t>(options_.idle_timeout.count()));
+  respond(c, StatusCode::kOk, {idle.begin(), idle.end()});
 }
 
 void TcpStoreServer::Loop::handleRequest(Client& c) {
@@ -177,6 +182,7 @@ void TcpStoreServer::Loop::handleRequest(Client& c) {
   switch (static_cast<StoreOp>(c.header.op)) {
     case StoreOp::kSet: {
       c.body.erase(c.body.begin(), key_end);
+      c.body.shrink_to_fit();  // the doubling growth left up to twice the value's size: hold only the value
       ledger_.set(c.token, key, std::move(c.body));
       respond(c, StatusCode::kOk, {});
       wakeWaiters(key);
