@@ -24,6 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string key(std::min<size_t>(header.key_bytes, 64), 'k');
   ledger.set(1, key, std::vector<uint8_t>(std::min<size_t>(header.value_bytes, 64)));
   (void)ledger.add(2, "counter", static_cast<int64_t>(header.value_bytes) - (1 << 30));
+  (void)ledger.add(4, "counter", header.key_bytes);  // an existing counter: stays charged to its maker
+  if (ledger.ownerBytes(4) != 0) __builtin_trap();
   ledger.forgetOwner(1);
   ledger.set(3, key, {});
   ledger.set(3, "counter", {});

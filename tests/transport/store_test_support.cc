@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "transport/common/socket.h"
+#include "transport/wire/handshake.h"
 
 namespace poseidon::transport::bootstrap::testing {
 
@@ -110,7 +111,7 @@ Result<Bytes> RawStoreClient::readResponse() {
   POSEIDON_RETURN_IF_ERROR(recvAll(fd_.get(), received.data(), received.size(), soon(), "store"));
   StoreMessageMac mac(key_, StoreDirection::kResponse, sequence_);
   Result<Sha256Mac> expected = mac.update(header.data(), header.size()).update(body.data(), body.size()).finish();
-  if (!expected || !macsEqual(*expected, received)) {
+  if (!expected || !wire::proofsEqual(*expected, received)) {
     return Status(StatusCode::kAuthError, "response MAC does not match");
   }
   ++sequence_;

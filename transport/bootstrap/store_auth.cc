@@ -24,4 +24,13 @@ StoreMessageMac::StoreMessageMac(const Sha256Mac& session_key, StoreDirection di
   hmac_.update(&direction_byte, 1).updateU64(sequence);
 }
 
+Status appendMac(const Sha256Mac& session_key, StoreDirection direction, uint64_t sequence,
+                 std::vector<uint8_t>& message) {
+  Result<Sha256Mac> mac =
+      StoreMessageMac(session_key, direction, sequence).update(message.data(), message.size()).finish();
+  if (!mac) return mac.status();
+  message.insert(message.end(), mac->begin(), mac->end());
+  return Status::ok();
+}
+
 }  // namespace poseidon::transport::bootstrap

@@ -22,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "transport/common/hmac_sha256.h"
@@ -52,5 +53,9 @@ class StoreMessageMac {
  private:
   HmacSha256 hmac_;
 };
+
+// Seals a whole message held in one buffer: appends its MAC (message number `sequence`).
+Status appendMac(const Sha256Mac& session_key, StoreDirection direction, uint64_t sequence,
+                 std::vector<uint8_t>& message);
 
 }  // namespace poseidon::transport::bootstrap

@@ -68,9 +68,19 @@ Result<int64_t> StoreLedger::add(uint64_t owner, const std::string& key, int64_t
   Result<int64_t> sum = addCounter(key, old_value, delta);
   if (!sum) return sum;
   std::vector<uint8_t> text = formatCounter(*sum);
-  // A counter's text is at most 20 bytes; only a new key needs room (an old one may grow by a digit).
-  if (it == values_.end()) POSEIDON_RETURN_IF_ERROR(checkRoom(owner, entryCost(key.size(), text.size())));
-  set(owner, key, std::move(text));
+  if (it == values_.end()) {
+    POSEIDON_RETURN_IF_ERROR(checkRoom(owner, entryCost(key.size(), text.size())));
+    set(owner, key, std::move(text));
+    return sum;
+  }
+  // An existing counter stays charged to whoever made it (its text is at most 20 bytes and may
+  // grow by a digit): adds from many connections (a barrier's) do not move it into a share that
+  // was never checked for it, and the adder's own reservation is left alone.
+  const uint64_t maker = it->second.owner;
+  uncharge(maker, entryCost(key.size(), it->second.value.size()));
+  held_ += entryCost(key.size(), text.size());
+  if (auto live = owners_.find(maker); live != owners_.end()) live->second.held += entryCost(key.size(), text.size());
+  it->second.value = std::move(text);
   return sum;
 }
 

@@ -1,5 +1,7 @@
 #include "transport/bootstrap/tcp_store.h"
 
+#include "transport/wire/handshake.h"
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -17,6 +19,7 @@ constexpr int kKeepIntervalSeconds = 5;
 constexpr int kKeepCount = 3;
 constexpr auto kDisplacedRetryPause = std::chrono::milliseconds(10);
 constexpr int kClosedFirstRetries = 50;
+constexpr int64_t kMaxIdleMillis = int64_t{86'400'000};
 
 // Readies a fresh connection to the server.
 Fd configureStoreSocket(Fd fd) {
@@ -107,24 +110,24 @@ Result<TcpStore::Connection> TcpStore::authenticate(Fd fd, const std::string& se
       exchange(connection, encodeRequest(StoreOp::kHello, "", {client_nonce.begin(), client_nonce.end()}), deadline,
                address, failure);
   if (!reply) return reply.status().withContext(what);
-  if (reply->size() != kCounterBytes || decodeInt64(reply->data()) <= 0) {
-    return makeStatus(StatusCode::kProtocolError, "{}: the hello's reply of {} bytes is not a positive idle time-out",
-                      what, reply->size());
+  // At most a day, so the value in nanoseconds cannot overflow.
+  const int64_t idle_ms = reply->size() == kCounterBytes ? decodeInt64(reply->data()) : 0;
+  if (idle_ms <= 0 || idle_ms > kMaxIdleMillis) {
+    return makeStatus(StatusCode::kProtocolError,
+                      "{}: the hello's reply announces an idle time-out of {} ms ({} bytes), expected 1 to {}", what,
+                      idle_ms, reply->size(), kMaxIdleMillis);
   }
   // Half the server's idle time-out: a connection is never reused near the moment it closes it.
-  connection.retire_after = std::chrono::milliseconds(decodeInt64(reply->data())) / 2;
+  connection.retire_after = std::chrono::milliseconds(idle_ms) / 2;
   return connection;
 }
 
-Result<std::vector<uint8_t>> TcpStore::exchange(Connection& connection, const std::vector<uint8_t>& request,
-                                                Deadline deadline, const std::string& address, Failure& failure) {
+Result<std::vector<uint8_t>> TcpStore::exchange(Connection& connection, std::vector<uint8_t> request, Deadline deadline,
+                                                const std::string& address, Failure& failure) {
   failure = Failure::kOther;
-  StoreMessageMac request_mac(connection.session_key, StoreDirection::kRequest, connection.sequence);
-  Result<Sha256Mac> sealed = request_mac.update(request.data(), request.size()).finish();
-  if (!sealed) return sealed.status();
+  POSEIDON_RETURN_IF_ERROR(appendMac(connection.session_key, StoreDirection::kRequest, connection.sequence, request));
   const int fd = connection.fd.get();
   Status io = sendAll(fd, request.data(), request.size(), deadline, address);
-  if (io) io = sendAll(fd, sealed->data(), sealed->size(), deadline, address);
   std::array<uint8_t, kResponseHeaderBytes> header_bytes{};
   if (io) io = recvAll(fd, header_bytes.data(), header_bytes.size(), deadline, address);
   if (!io) {
@@ -159,7 +162,7 @@ Result<std::vector<uint8_t>> TcpStore::exchange(Connection& connection, const st
   response_mac.update(header_bytes.data(), header_bytes.size()).update(body.data(), body.size());
   Result<Sha256Mac> expected = response_mac.finish();
   if (!expected) return expected.status();
-  if (!macsEqual(*expected, received)) {
+  if (!wire::proofsEqual(*expected, received)) {
     if (!ok) {
       return Status(static_cast<StatusCode>(header.code),
                     text + " (reply not authenticated: the store holds another secret than this process)");
@@ -204,11 +207,11 @@ Result<std::vector<uint8_t>> TcpStore::roundTrip(StoreOp op, const std::string& 
                                                  Deadline deadline) {
   POSEIDON_RETURN_IF_ERROR(checkKeyValue(key, value.size()));
   const std::string what = fmt::format("{} {} at TCP store {}", storeOpName(op), describeKey(key), address_);
-  const std::vector<uint8_t> request = encodeRequest(op, key, value);
+  std::vector<uint8_t> request = encodeRequest(op, key, value);
   Result<Connection> connection = borrowConnection(deadline);
   if (!connection) return connection.status().withContext(what);
   Failure failure = Failure::kOther;
-  Result<std::vector<uint8_t>> reply = exchange(*connection, request, deadline, address_, failure);
+  Result<std::vector<uint8_t>> reply = exchange(*connection, std::move(request), deadline, address_, failure);
   if (!reply) {
     // Dropped, never pooled: after a failure the connection may be mid-message, and after an
     // error reply the server may close it.

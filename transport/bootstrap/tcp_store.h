@@ -77,8 +77,9 @@ class TcpStore final : public Store {
   // One request and its reply on one connection. An error reply without a valid MAC is believed
   // only as the answer to the hello (the server has no key before it); then kDisplaced when it
   // is kUnavailable.
-  static Result<std::vector<uint8_t>> exchange(Connection& connection, const std::vector<uint8_t>& request,
-                                               Deadline deadline, const std::string& address, Failure& failure);
+  // `request` is sealed in place (its MAC appended) and sent in one piece.
+  static Result<std::vector<uint8_t>> exchange(Connection& connection, std::vector<uint8_t> request, Deadline deadline,
+                                               const std::string& address, Failure& failure);
   Result<Connection> borrowConnection(Deadline deadline);
   void returnConnection(Connection connection);
 

@@ -162,8 +162,7 @@ void TcpStoreServer::Loop::dropOldestPending(const std::string& host) {
                    "dropped before authenticating: newer connections from {} were waiting (limit {} "
                    "per host, {} in all)",
                    host.empty() ? "every host" : host, options_.max_pending_per_host, options_.max_pending_clients));
-    [[maybe_unused]] ssize_t n = ::send(c.fd.get(), reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    closeClient(c);
+    sendReasonAndClose(c, reply);
     return;
   }
 }
@@ -256,18 +255,18 @@ void TcpStoreServer::Loop::reject(Client& c, const Status& why) {
     ++rejected_strangers_;
     last_stranger_reason_ = fmt::format("{}: {}", c.peer, why.toString());
   }
-  // Best effort, never blocking: a client that reads gets the reason, others just see the close.
   // Sealed only while a request is being read and not yet answered, so the MAC's sequence number
   // is the one that client waits for (after a reply it would seal its next request's answer).
   std::vector<uint8_t> reply = encodeErrorResponse(why);
   const bool mid_request =
       c.phase == Phase::kBody || c.phase == Phase::kMac || (c.phase == Phase::kHeader && c.header_got > 0);
-  if (c.has_key && mid_request) {
-    StoreMessageMac mac(c.session_key, StoreDirection::kResponse, c.sequence);
-    if (Result<Sha256Mac> sealed = mac.update(reply.data(), reply.size()).finish()) {
-      reply.insert(reply.end(), sealed->begin(), sealed->end());
-    }
+  if (c.has_key && mid_request && !appendMac(c.session_key, StoreDirection::kResponse, c.sequence, reply)) {
+    reply = encodeErrorResponse(why);  // unsealed after all: the reason still reaches a reader
   }
+  sendReasonAndClose(c, reply);
+}
+
+void TcpStoreServer::Loop::sendReasonAndClose(Client& c, const std::vector<uint8_t>& reply) {
   [[maybe_unused]] ssize_t n = ::send(c.fd.get(), reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   closeClient(c);
 }

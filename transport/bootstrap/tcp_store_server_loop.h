@@ -134,6 +134,8 @@ class TcpStoreServer::Loop {
   void reject(Client& c, const Status& why);
   // The connection ended or failed; `expected` ones (a clean close) are logged at debug level.
   void disconnect(Client& c, const std::string& why, bool expected);
+  // Best effort, never blocking: a client that reads gets the reason, others just see the close.
+  void sendReasonAndClose(Client& c, const std::vector<uint8_t>& reply);
   void closeClient(Client& c);
   void leavePending(const Client& c);
   void pauseAccept();

@@ -9,6 +9,7 @@
 #include "transport/bootstrap/store.h"
 #include "transport/bootstrap/tcp_store_server_loop.h"
 #include "transport/common/socket.h"
+#include "transport/wire/handshake.h"
 
 namespace poseidon::transport::bootstrap {
 
@@ -127,7 +128,7 @@ void TcpStoreServer::Loop::onRequestComplete(Client& c) {
     reject(c, expected.status());
     return;
   }
-  if (!macsEqual(*expected, c.mac)) {
+  if (!wire::proofsEqual(*expected, c.mac)) {
     if (!c.authenticated) {
       spdlog::debug("TCP store {}: {} failed to authenticate: its hello does not prove this job's secret", address_,
                     c.peer);
@@ -172,7 +173,8 @@ void TcpStoreServer::Loop::finishHello(Client& c) {
   ++authenticated_;
   // The reply says how long an idle connection is kept, so the client retires its pooled ones
   // before that and never sends a request into a close (a resend could repeat an add).
-  const auto idle = encodeInt64(static_cast<int64_t>(options_.idle_timeout.count()));
+  // At most a day, which clients accept (a later close than announced is harmless).
+  const auto idle = encodeInt64(std::min<int64_t>(options_.idle_timeout.count(), 86'400'000));
   respond(c, StatusCode::kOk, {idle.begin(), idle.end()});
 }
 
@@ -237,13 +239,10 @@ void TcpStoreServer::Loop::park(Client& c, const std::string& key) {
 
 void TcpStoreServer::Loop::respond(Client& c, StatusCode code, const std::vector<uint8_t>& value) {
   std::vector<uint8_t> bytes = encodeResponse(code, value);
-  StoreMessageMac mac(c.session_key, StoreDirection::kResponse, c.sequence);
-  Result<Sha256Mac> sealed = mac.update(bytes.data(), bytes.size()).finish();
-  if (!sealed) {
-    reject(c, sealed.status());
+  if (Status sealed = appendMac(c.session_key, StoreDirection::kResponse, c.sequence, bytes); !sealed) {
+    reject(c, sealed);
     return;
   }
-  bytes.insert(bytes.end(), sealed->begin(), sealed->end());
   ++c.sequence;
   send(c, std::move(bytes));
 }

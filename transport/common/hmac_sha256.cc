@@ -1,7 +1,6 @@
 #include "transport/common/hmac_sha256.h"
 
 #include <openssl/core_names.h>
-#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 namespace poseidon::transport {
@@ -55,7 +54,5 @@ Result<Sha256Mac> HmacSha256::finish() {
   failed_ = true;  // EVP_MAC_final ends the computation
   return mac;
 }
-
-bool macsEqual(const Sha256Mac& a, const Sha256Mac& b) { return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0; }
 
 }  // namespace poseidon::transport

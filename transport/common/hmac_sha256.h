@@ -35,7 +35,6 @@ class HmacSha256 {
   bool failed_ = false;
 };
 
-// Constant time, so a forger learns nothing from how long a comparison took.
-bool macsEqual(const Sha256Mac& a, const Sha256Mac& b);
+// Compare MACs with wire::proofsEqual (constant time; Sha256Mac is the same type as wire::Mac).
 
 }  // namespace poseidon::transport
