@@ -244,6 +244,8 @@ TEST(TcpStoreSecurity, AFloodOfStrangersCannotRefuseTheRanks) {
   // counted against this limit, as they were once, the ranks would be refused.
   TcpStoreServerOptions options;
   options.max_clients = 16;
+  // Below what the flood holds (up to 400), so it is certainly displacing its own connections.
+  options.max_pending_per_host = 16;
   auto server = startServer(options);
   ASSERT_NE(server, nullptr);
   Flood flood(server->port());

@@ -250,10 +250,7 @@ void TcpStoreServer::Loop::reject(Client& c, const Status& why) {
   if (c.authenticated) {
     spdlog::warn("TCP store {}: closing connection from {}: {}", address_, c.peer, why.toString());
   } else {
-    // Strangers could fill the log one connection at a time: counted, said once per sweep.
-    spdlog::debug("TCP store {}: closing connection from {}: {}", address_, c.peer, why.toString());
-    ++rejected_strangers_;
-    last_stranger_reason_ = fmt::format("{}: {}", c.peer, why.toString());
+    countStranger(c, why.toString());
   }
   // Sealed only while a request is being read and not yet answered, so the MAC's sequence number
   // is the one that client waits for (after a reply it would seal its next request's answer).
@@ -266,6 +263,13 @@ void TcpStoreServer::Loop::reject(Client& c, const Status& why) {
   sendReasonAndClose(c, reply);
 }
 
+void TcpStoreServer::Loop::countStranger(const Client& c, const std::string& why) {
+  // Strangers could fill the log one connection at a time: counted, said once per sweep.
+  spdlog::debug("TCP store {}: closing connection from {}: {}", address_, c.peer, why);
+  ++rejected_strangers_;
+  last_stranger_reason_ = fmt::format("{}: {}", c.peer, why);
+}
+
 void TcpStoreServer::Loop::sendReasonAndClose(Client& c, const std::vector<uint8_t>& reply) {
   [[maybe_unused]] ssize_t n = ::send(c.fd.get(), reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   closeClient(c);
@@ -275,8 +279,10 @@ void TcpStoreServer::Loop::disconnect(Client& c, const std::string& why, bool ex
   if (c.closing) return;
   if (expected) {
     spdlog::debug("TCP store {}: {} {}", address_, c.peer, why);
-  } else {
+  } else if (c.authenticated) {
     spdlog::warn("TCP store {}: closing connection from {}: {}", address_, c.peer, why);
+  } else {
+    countStranger(c, why);
   }
   closeClient(c);
 }

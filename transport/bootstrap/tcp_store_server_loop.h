@@ -136,6 +136,8 @@ class TcpStoreServer::Loop {
   void disconnect(Client& c, const std::string& why, bool expected);
   // Best effort, never blocking: a client that reads gets the reason, others just see the close.
   void sendReasonAndClose(Client& c, const std::vector<uint8_t>& reply);
+  // An unauthenticated connection closed for cause: logged at debug, summed up once per sweep.
+  void countStranger(const Client& c, const std::string& why);
   void closeClient(Client& c);
   void leavePending(const Client& c);
   void pauseAccept();

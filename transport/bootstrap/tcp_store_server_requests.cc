@@ -130,10 +130,7 @@ void TcpStoreServer::Loop::onRequestComplete(Client& c) {
   }
   if (!wire::proofsEqual(*expected, c.mac)) {
     if (!c.authenticated) {
-      spdlog::debug("TCP store {}: {} failed to authenticate: its hello does not prove this job's secret", address_,
-                    c.peer);
-      ++rejected_strangers_;
-      last_stranger_reason_ = fmt::format("{}: its hello does not prove this job's secret", c.peer);
+      countStranger(c, "its hello does not prove this job's secret");
       respondError(c,
                    Status(StatusCode::kAuthError,
                           "the hello does not prove the job's secret: this process was given another secret than "
