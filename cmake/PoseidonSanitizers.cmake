@@ -1,0 +1,28 @@
+# POSEIDON_SANITIZE: every object of the build checked at run time (tools/test-sanitizers).
+#   address-undefined  ASan + UBSan: out-of-bounds, use-after-free, leaks, undefined behaviour
+#   thread             TSan: data races and lock-order inversions
+# Both stop at the first finding (-fno-sanitize-recover), so a test that hits one fails rather
+# than printing a report nobody reads. CUDA is left out of these builds: nvcc's host objects are
+# not instrumented and the kernels run through their CPU twins here anyway.
+set(POSEIDON_SANITIZE "" CACHE STRING "Sanitizer build: address-undefined, thread, or empty for none")
+set_property(CACHE POSEIDON_SANITIZE PROPERTY STRINGS "" address-undefined thread)
+
+# Instrumented code runs 2-3x (ASan) to 5-15x (TSan) slower: tests get that much longer to finish.
+set(POSEIDON_TEST_TIMEOUT_SCALE 1)
+if(POSEIDON_SANITIZE STREQUAL "")
+  return()
+endif()
+if(POSEIDON_FUZZ)
+  message(FATAL_ERROR "POSEIDON_SANITIZE and POSEIDON_FUZZ are separate builds (the fuzz build has ASan and UBSan already)")
+endif()
+if(POSEIDON_SANITIZE STREQUAL "address-undefined")
+  set(poseidon_sanitizer_flags -fsanitize=address,undefined -fno-sanitize-recover=undefined)
+  set(POSEIDON_TEST_TIMEOUT_SCALE 3)
+elseif(POSEIDON_SANITIZE STREQUAL "thread")
+  set(poseidon_sanitizer_flags -fsanitize=thread)
+  set(POSEIDON_TEST_TIMEOUT_SCALE 10)
+else()
+  message(FATAL_ERROR "POSEIDON_SANITIZE is '${POSEIDON_SANITIZE}'; expected address-undefined, thread or empty")
+endif()
+add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${poseidon_sanitizer_flags};-fno-omit-frame-pointer>")
+add_link_options(${poseidon_sanitizer_flags})
