@@ -43,6 +43,17 @@ Status DeviceOptions::validate() const {
     return makeStatus(StatusCode::kInvalidArgument, "send_budget_bytes_per_s {} is below 1024 (0: unmetered)",
                       send_budget_bytes_per_s);
   }
+  if (encrypt_frames && backend != "tcp") {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "encrypt_frames with backend '{}': only the tcp backend seals frames (the adapter writes "
+                      "verbs payloads straight into memory; see docs/threat-model.md)",
+                      backend);
+  }
+  if (encrypt_frames && secret.empty()) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "encrypt_frames without a secret: the frame keys come from the job's secret, and an empty one "
+                      "is known to everybody");
+  }
   if (handshake_timeout.count() <= 0) {
     return makeStatus(StatusCode::kInvalidArgument, "handshake_timeout {} ms is not positive",
                       handshake_timeout.count());

@@ -25,6 +25,11 @@ struct DeviceOptions {
   // tcp: CRC32C over every payload too (headers always carry one), so a flipped bit on the way is a
   // named error, never a silently wrong gradient; verbs relies on the link's own CRC (RoCE ICRC).
   bool payload_crc = true;
+  // tcp: every frame sealed with AES-256-GCM (OpenSSL), under keys each connection derives from
+  // the secret and its handshake's nonces: payloads unreadable and nothing alterable, replayable
+  // or injectable on the way (docs/threat-model.md). Both sides must agree, or the handshake
+  // refuses; needs a secret. Costs a copy and a cipher pass each way (README, bench-transport).
+  bool encrypt_frames = false;
   int socket_buffer_bytes = 0;  // tcp: SO_SNDBUF/SO_RCVBUF; 0 keeps kernel autotuning
   bool busy_poll = false;       // progress engine spins instead of sleeping in epoll_wait
   // A thread waiting on a request drives the device itself (reads its sockets, polls its

@@ -46,5 +46,22 @@ TEST(DeviceOptions, MaxWriteBytesOutsideWhatOneRdmaWriteCarriesIsRefusedNamingIt
   }
 }
 
+TEST(DeviceOptions, FrameEncryptionNeedsTcpAndASecret) {
+  DeviceOptions options;
+  EXPECT_FALSE(options.encrypt_frames);
+  options.encrypt_frames = true;
+  options.secret = "s";
+  EXPECT_TRUE(options.validate().isOk());
+  options.secret.clear();
+  Status st = options.validate();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("encrypt_frames without a secret"), std::string::npos) << st.message();
+  options.secret = "s";
+  options.backend = "verbs";
+  st = options.validate();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("encrypt_frames with backend 'verbs'"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace poseidon::transport

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "tests/support/mesh.h"
+#include "tests/transport/bad_peer_mesh.h"
 #include "transport/bootstrap/file_store.h"
 #include "transport/common/socket.h"
 #include "transport/tcp/handshake.h"
@@ -20,100 +21,10 @@ using poseidon::testing::Buffer;
 using poseidon::testing::makeBuffer;
 using poseidon::testing::Mesh;
 
-constexpr const char* kSecret = "bad-peer-secret";
-constexpr const char* kContext = "badpeer";
-
-// Ranks 0 and 1 are real; rank 2 is played by raw sockets that complete the handshake.
-struct BadPeerMesh {
-  Mesh mesh;
-  Fd to_rank0;
-  Fd to_rank1;
-};
-
-Result<Fd> handshakeAsRank2(bootstrap::Store& store, int rank) {
-  auto address = store.get(fmt::format("poseidon/transport/{}/address/{}", kContext, rank),
-                           Deadline::after(std::chrono::seconds(10)));
-  if (!address) return address.status();
-  auto host_port = splitHostPort(std::string(address->begin(), address->end()));
-  if (!host_port) return host_port.status();
-  auto fd = connectWithRetry(host_port->first, host_port->second, Deadline::after(std::chrono::seconds(5)));
-  if (!fd) return fd.status();
-  wire::ClientHello hello;
-  hello.version = wire::kProtocolVersion;
-  hello.context_id = wire::contextId(kContext);
-  hello.src_rank = 2;
-  hello.dst_rank = static_cast<uint32_t>(rank);
-  hello.stream = 0;
-  hello.num_streams = 1;
-  hello.nonce = wire::randomNonce();
-  POSEIDON_RETURN_IF_ERROR(
-      tcp::clientHandshake(fd->get(), kSecret, hello, Deadline::after(std::chrono::seconds(5)), "test"));
-  return fd;
-}
-
-BadPeerMesh makeBadPeerMesh() {
-  BadPeerMesh out;
-  DeviceOptions options;
-  options.secret = kSecret;
-  Status fake_status;
-  std::thread fake([&] {
-    // Rank 2 connects to both lower ranks once they published their addresses.
-    while (!out.mesh.dir) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    auto store = bootstrap::FileStore::open(out.mesh.dir->path());
-    if (!store) {
-      fake_status = store.status();
-      return;
-    }
-    auto a = handshakeAsRank2(**store, 0);
-    auto b = handshakeAsRank2(**store, 1);
-    if (!a || !b) {
-      fake_status = a ? b.status() : a.status();
-      return;
-    }
-    out.to_rank0 = std::move(*a);
-    out.to_rank1 = std::move(*b);
-  });
-  // connectMesh creates the directory first; only ranks 0 and 1 run here (size 3).
-  std::vector<Status> statuses;
-  std::thread honest([&] {
-    Mesh& m = out.mesh;
-    m.dir = std::make_unique<poseidon::testing::TempDir>();
-    m.devices.resize(3);
-    m.contexts.resize(3);
-    std::vector<std::thread> ranks;
-    statuses.resize(2);
-    for (int r = 0; r < 2; ++r) {
-      ranks.emplace_back([&, r] {
-        auto device = createDevice(options);
-        if (!device) {
-          statuses[r] = device.status();
-          return;
-        }
-        m.devices[r] = *device;
-        auto context = (*device)->createContext(r, 3, kContext);
-        if (!context) {
-          statuses[r] = context.status();
-          return;
-        }
-        m.contexts[r] = *context;
-        auto store = bootstrap::FileStore::open(m.dir->path());
-        statuses[r] = store ? (*context)->connect(**store, Deadline::after(std::chrono::seconds(10))) : store.status();
-      });
-    }
-    for (auto& t : ranks) t.join();
-  });
-  honest.join();
-  fake.join();
-  if (!fake_status.isOk()) throw StatusError(fake_status);
-  for (auto& st : statuses) {
-    if (!st.isOk()) throw StatusError(st);
-  }
-  return out;
-}
-
-void sendRaw(int fd, const std::vector<uint8_t>& bytes) {
-  ASSERT_TRUE(sendAll(fd, bytes.data(), bytes.size(), Deadline::after(std::chrono::seconds(5)), "rank 0").isOk());
-}
+using badpeer::BadPeerMesh;
+using badpeer::makeBadPeerMesh;
+using badpeer::sendRaw;
+constexpr const char* kSecret = badpeer::kBadPeerSecret;
 
 std::vector<uint8_t> frame(const wire::FrameHeader& h, size_t payload = 0) {
   std::vector<uint8_t> bytes(wire::kFrameHeaderSize + payload, 0xAB);
@@ -277,7 +188,8 @@ TEST(Handshake, WrongVersionIsRefusedWithBothVersionsNamed) {
   hello.context_id = wire::contextId("version");
   hello.src_rank = 1;
   hello.num_streams = 1;
-  Status st = tcp::clientHandshake(fd->get(), kSecret, hello, Deadline::after(std::chrono::seconds(5)), "rank 0");
+  Status st =
+      tcp::clientHandshake(fd->get(), kSecret, hello, Deadline::after(std::chrono::seconds(5)), "rank 0").status();
   EXPECT_EQ(st.code(), StatusCode::kAuthError);
   EXPECT_NE(st.message().find("version " + std::to_string(wire::kProtocolVersion)), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("speaks 99"), std::string::npos) << st.message();

@@ -46,6 +46,7 @@ RunParameters clientParameters(const Options& o) {
   p.busy_poll = o.busy_poll;
   p.waiters_drive = o.progress != "engine";
   p.payload_crc = o.payload_crc != "off";
+  p.encrypt_frames = o.encrypt == "on";
   return p;
 }
 

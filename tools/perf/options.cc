@@ -264,6 +264,11 @@ ParsedOptions parseOptions(int argc, const char* const* argv, const char* enviro
                  "choice holds for both sides")
       ->type_name("on|off")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--encrypt", o.encrypt,
+                 "Seal every frame with AES-256-GCM (tcp; default off): on measures what encryption costs; the "
+                 "client's choice holds for both sides")
+      ->type_name("on|off")
+      ->check(CLI::IsMember({"on", "off"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -42,6 +42,7 @@ struct Options {
   bool busy_poll = false;
   std::string progress = "waiters";  // --progress: "waiters" (DeviceOptions::waiters_drive) or "engine"
   std::string payload_crc = "on";    // --payload-crc: DeviceOptions::payload_crc, "on" or "off"
+  std::string encrypt = "off";       // --encrypt: DeviceOptions::encrypt_frames, "on" or "off"
   int spin_us = -1;                  // -1: kLatencySpinMicros for latency tests, the transport's default for bandwidth
   int timeout_s = 60;
   // -x: the source GID index of this side's queue pairs (verbs); -1 lets rdma_cm pick. Each side

@@ -71,6 +71,7 @@ std::string parametersToJson(const RunParameters& p) {
       {"busy_poll", p.busy_poll},
       {"waiters_drive", p.waiters_drive},
       {"payload_crc", p.payload_crc},
+      {"encrypt_frames", p.encrypt_frames},
       {"server_address", p.server_address},
   };
   return j.dump();
@@ -106,6 +107,7 @@ Result<RunParameters> parametersFromJson(const std::string& text) {
     p.busy_poll = j.at("busy_poll").get<bool>();
     p.waiters_drive = j.at("waiters_drive").get<bool>();
     p.payload_crc = j.at("payload_crc").get<bool>();
+    p.encrypt_frames = j.at("encrypt_frames").get<bool>();
     p.server_address = j.at("server_address").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     return makeStatus(StatusCode::kProtocolError, "the client's parameters do not parse: {}", e.what());

@@ -23,7 +23,7 @@ inline constexpr int kMaxTxDepth = 15'000;
 inline constexpr int kMaxRxDepth = 16'384;
 inline constexpr int kMaxCqMod = 1024;
 inline constexpr int kMaxTimeoutSeconds = 86'400;
-inline constexpr int kParametersVersion = 3;
+inline constexpr int kParametersVersion = 4;  // 4: encrypt_frames
 
 struct RunParameters {
   TestKind test = TestKind::kWriteBw;
@@ -38,8 +38,9 @@ struct RunParameters {
   int cq_mod = 100;
   bool report_gbits = false;
   bool busy_poll = false;
-  bool waiters_drive = true;  // --progress: both sides drive the same way
-  bool payload_crc = true;    // --payload-crc: both sides check the same way
+  bool waiters_drive = true;    // --progress: both sides drive the same way
+  bool payload_crc = true;      // --payload-crc: both sides check the same way
+  bool encrypt_frames = false;  // --encrypt: both sides seal, or neither
   // The numeric address the client reached the server's store at; the server's data device
   // listens there unless it was given --bind.
   std::string server_address;

@@ -40,6 +40,7 @@ Status createSide(Session& session, const Options& options, const std::string& a
   device_options.busy_poll = options.busy_poll || p.busy_poll;
   device_options.waiters_drive = p.waiters_drive;
   device_options.payload_crc = p.payload_crc;
+  device_options.encrypt_frames = p.encrypt_frames;
   if (p.transport == "verbs") device_options.gid_index = options.gid_index;
   auto device = transport::createDevice(device_options);
   if (!device) {

@@ -27,9 +27,10 @@ Status refusedBy(const std::string& peer, Verdict verdict) {
 }  // namespace
 
 wire::ClientHello newClientHello(uint64_t context_id, uint32_t src_rank, uint32_t dst_rank, uint32_t stream,
-                                 uint32_t num_streams) {
+                                 uint32_t num_streams, uint16_t features) {
   wire::ClientHello hello;
   hello.version = wire::kProtocolVersion;
+  hello.features = features;
   hello.context_id = context_id;
   hello.src_rank = src_rank;
   hello.dst_rank = dst_rank;
@@ -80,6 +81,7 @@ Result<ClientProofStep> answerServerHello(const uint8_t* reply_bytes, const wire
   const bool server_proved =
       wire::proofsEqual(reply->proof, wire::computeProof(secret, wire::Role::kServer, hello_bytes, reply->nonce));
   if (!server_proved) step.server_proof = secretRefusal(peer);
+  step.server_nonce = reply->nonce;
   step.proof = wire::encodeClientProof(wire::computeProof(secret, wire::Role::kClient, hello_bytes, reply->nonce));
   return step;
 }

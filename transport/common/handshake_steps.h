@@ -27,9 +27,10 @@ namespace poseidon::transport {
 // Decides whether a hello names a context, rank and stream this side expects.
 using AdmitHello = std::function<wire::Verdict(const wire::ClientHello&)>;
 
-// Client, first step: this build's version and a fresh nonce.
+// Client, first step: this build's version, what it will do (wire::HelloFeatures) and a fresh
+// nonce.
 wire::ClientHello newClientHello(uint64_t context_id, uint32_t src_rank, uint32_t dst_rank, uint32_t stream,
-                                 uint32_t num_streams);
+                                 uint32_t num_streams, uint16_t features = 0);
 
 // Server, after the client's hello.
 struct ServerHelloStep {
@@ -48,6 +49,7 @@ Result<ServerHelloStep> answerClientHello(const uint8_t* hello_bytes, const std:
 struct ClientProofStep {
   std::array<uint8_t, wire::kClientProofSize> proof{};
   Status server_proof;
+  wire::Nonce server_nonce{};  // with the hello, what the frame keys come from
 };
 // `hello` and `hello_bytes` are what this side sent (the proofs cover the bytes).
 Result<ClientProofStep> answerServerHello(const uint8_t* reply_bytes, const wire::ClientHello& hello,

@@ -43,12 +43,15 @@ bool TcpContext::expectsInbound(int src_rank, int stream, int num_streams) const
   return std::find(missing.begin(), missing.end(), stream) != missing.end();
 }
 
-void TcpContext::attachInbound(int src_rank, int stream, Fd fd, const std::string& peer_address) {
+Status TcpContext::attachInbound(int src_rank, int stream, Fd fd, const std::string& peer_address,
+                                 const wire::FrameKeys& keys) {
+  Status attached;
   {
     std::lock_guard<std::mutex> lock(inbound_mutex_);
-    pairs_[static_cast<size_t>(src_rank)]->attachStream(stream, std::move(fd), peer_address);
+    attached = pairs_[static_cast<size_t>(src_rank)]->attachStream(stream, std::move(fd), peer_address, keys, false);
   }
   inbound_cv_.notify_all();
+  return attached;
 }
 
 Status TcpContext::connectTo(int peer, const std::string& address_text, Deadline deadline) {
@@ -65,11 +68,13 @@ Status TcpContext::connectTo(int peer, const std::string& address_text, Deadline
     POSEIDON_RETURN_IF_ERROR(configureDataSocket(fd->get(), options.socket_buffer_bytes));
     const wire::ClientHello hello =
         newClientHello(id_, static_cast<uint32_t>(rank()), static_cast<uint32_t>(peer), static_cast<uint32_t>(stream),
-                       static_cast<uint32_t>(options.streams));
+                       static_cast<uint32_t>(options.streams), helloFeatures(options));
     const std::string peer_name = fmt::format("rank {} ({})", peer, address_text);
     const Deadline handshake_deadline(std::min(deadline.at(), Deadline::after(options.handshake_timeout).at()));
-    POSEIDON_RETURN_IF_ERROR(clientHandshake(fd->get(), options.secret, hello, handshake_deadline, peer_name));
-    pairs_[static_cast<size_t>(peer)]->attachStream(stream, std::move(*fd), address_text);
+    auto keys = clientHandshake(fd->get(), options.secret, hello, handshake_deadline, peer_name);
+    if (!keys) return keys.status();
+    POSEIDON_RETURN_IF_ERROR(
+        pairs_[static_cast<size_t>(peer)]->attachStream(stream, std::move(*fd), address_text, *keys, true));
   }
   return Status::ok();
 }

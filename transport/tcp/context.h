@@ -33,7 +33,7 @@ class TcpContext final : public Context {
 
   // Device acceptor: is this hello one we expect? Then take its socket.
   bool expectsInbound(int src_rank, int stream, int num_streams) const;
-  void attachInbound(int src_rank, int stream, Fd fd, const std::string& peer_address);
+  Status attachInbound(int src_rank, int stream, Fd fd, const std::string& peer_address, const wire::FrameKeys& keys);
 
  private:
   Status connectTo(int peer, const std::string& address, Deadline deadline);

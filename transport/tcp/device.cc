@@ -162,26 +162,30 @@ void TcpDevice::handleIncoming(Fd socket, Handshake* handshake) {
     std::lock_guard<std::mutex> lock(contexts_mutex_);
     auto it = contexts_.find(hello.context_id);
     if (it == contexts_.end()) return wire::Verdict::kUnknownPeer;
+    // What the peer will do must be what we do: a sealed and an unsealed side cannot talk.
+    if (hello.features != helloFeatures(options_)) return wire::Verdict::kFeatureMismatch;
     const bool expected = static_cast<int>(hello.dst_rank) == it->second->rank() &&
                           it->second->expectsInbound(static_cast<int>(hello.src_rank), static_cast<int>(hello.stream),
                                                      static_cast<int>(hello.num_streams));
     return expected ? wire::Verdict::kAccepted : wire::Verdict::kUnknownPeer;
   };
-  auto hello =
+  auto accepted =
       serverHandshake(fd.get(), options_.secret, Deadline::after(options_.handshake_timeout), peer_text, admit);
-  if (!hello) {
-    spdlog::warn("transport: {}", hello.status().toString());
+  if (!accepted) {
+    spdlog::warn("transport: {}", accepted.status().toString());
     return;
   }
+  const wire::ClientHello& hello = accepted->hello;
   std::lock_guard<std::mutex> lock(contexts_mutex_);
-  auto it = contexts_.find(hello->context_id);
+  auto it = contexts_.find(hello.context_id);
   if (it == contexts_.end()) {
     spdlog::warn("transport: context of {} closed during its handshake", peer_text);
     return;
   }
   registration.release();
-  it->second->attachInbound(static_cast<int>(hello->src_rank), static_cast<int>(hello->stream), std::move(fd),
-                            peer_text);
+  Status attached = it->second->attachInbound(static_cast<int>(hello.src_rank), static_cast<int>(hello.stream),
+                                              std::move(fd), peer_text, accepted->keys);
+  if (!attached.isOk()) spdlog::warn("transport: refused {}: {}", peer_text, attached.toString());
 }
 
 Result<std::shared_ptr<Device>> createTcpDevice(const DeviceOptions& options) {

@@ -7,8 +7,8 @@ namespace poseidon::transport::tcp {
 
 // The steps and their verdicts are handshake_steps.h's; here only how the bytes travel.
 
-Status clientHandshake(int fd, const std::string& secret, const wire::ClientHello& hello, Deadline deadline,
-                       const std::string& peer) {
+Result<wire::FrameKeys> clientHandshake(int fd, const std::string& secret, const wire::ClientHello& hello,
+                                        Deadline deadline, const std::string& peer) {
   const auto hello_bytes = wire::encodeClientHello(hello);
   POSEIDON_RETURN_IF_ERROR(sendAll(fd, hello_bytes.data(), hello_bytes.size(), deadline, peer));
 
@@ -24,11 +24,12 @@ Status clientHandshake(int fd, const std::string& secret, const wire::ClientHell
   uint8_t verdict_bytes[wire::kServerVerdictSize];
   POSEIDON_RETURN_IF_ERROR(
       recvAll(fd, verdict_bytes, sizeof(verdict_bytes), deadline, peer).withContext("handshake with " + peer));
-  return checkServerVerdict(verdict_bytes, peer);
+  POSEIDON_RETURN_IF_ERROR(checkServerVerdict(verdict_bytes, peer));
+  return wire::deriveFrameKeys(secret, hello_bytes.data(), proof->server_nonce);
 }
 
-Result<wire::ClientHello> serverHandshake(int fd, const std::string& secret, Deadline deadline, const std::string& peer,
-                                          const AdmitHello& admit) {
+Result<AcceptedHello> serverHandshake(int fd, const std::string& secret, Deadline deadline, const std::string& peer,
+                                      const AdmitHello& admit) {
   uint8_t hello_bytes[wire::kClientHelloSize];
   POSEIDON_RETURN_IF_ERROR(
       recvAll(fd, hello_bytes, sizeof(hello_bytes), deadline, peer).withContext("handshake with " + peer));
@@ -45,7 +46,7 @@ Result<wire::ClientHello> serverHandshake(int fd, const std::string& secret, Dea
   Status sent = sendAll(fd, judged->verdict.data(), judged->verdict.size(), deadline, peer);
   POSEIDON_RETURN_IF_ERROR(judged->outcome);
   POSEIDON_RETURN_IF_ERROR(sent);
-  return answered->hello;
+  return AcceptedHello{answered->hello, wire::deriveFrameKeys(secret, answered->hello_bytes.data(), answered->nonce)};
 }
 
 }  // namespace poseidon::transport::tcp

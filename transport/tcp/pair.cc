@@ -35,12 +35,25 @@ TcpPair::~TcpPair() {
   fail(makeStatus(StatusCode::kConnectionError, "context '{}' was closed", context_.name()));
 }
 
-void TcpPair::attachStream(int index, Fd fd, const std::string& peer_address) {
+Status TcpPair::attachStream(int index, Fd fd, const std::string& peer_address, const wire::FrameKeys& keys,
+                             bool connected) {
+  StreamCiphers ciphers;
+  if (options_.encrypt_frames) {
+    const wire::FrameKey& send_key = connected ? keys.client_to_server : keys.server_to_client;
+    const wire::FrameKey& receive_key = connected ? keys.server_to_client : keys.client_to_server;
+    auto seal = wire::FrameCipher::create(send_key, wire::FrameCipher::Direction::kSeal);
+    if (!seal) return seal.status();
+    auto open = wire::FrameCipher::create(receive_key, wire::FrameCipher::Direction::kOpen);
+    if (!open) return open.status();
+    ciphers = {std::move(*seal), std::move(*open)};
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   if (!hasPeerAddress()) setPeerAddress(peer_address);
   wire::DecodeLimits limits;
   limits.max_payload = options_.max_frame_payload;
-  streams_[static_cast<size_t>(index)] = std::make_unique<Stream>(*this, index, std::move(fd), peer_address, limits);
+  streams_[static_cast<size_t>(index)] =
+      std::make_unique<Stream>(*this, index, std::move(fd), peer_address, limits, std::move(ciphers));
+  return Status::ok();
 }
 
 bool TcpPair::hasAllStreams() const { return missingStreams().empty(); }
@@ -69,10 +82,15 @@ void TcpPair::flushAllLocked(Completions& done) {
   for (auto& stream : streams_) stream->flushLocked(done);
 }
 
-void TcpPair::enqueueControlLocked(const wire::FrameHeader& header) {
+void TcpPair::enqueueControlLocked(const wire::FrameHeader& prototype) {
+  wire::FrameHeader header = prototype;
   OutFrame frame;
-  wire::encodeHeader(header, frame.header.data());
   frame.size = wire::kFrameHeaderSize;
+  if (options_.encrypt_frames) {
+    header.flags |= wire::kFlagSealed;
+    frame.size += wire::kFrameTagSize;
+  }
+  wire::encodeHeader(header, frame.header.data());
   streams_[0]->enqueueControlLocked(std::move(frame));
 }
 
@@ -82,6 +100,8 @@ void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t b
   const uint64_t stripe = options_.stripe_bytes;
   const uint64_t pieces = total == 0 ? 1 : (total + stripe - 1) / stripe;
   op->frames_left = pieces;
+  // A sealed frame's tag covers its payload: a CRC would add nothing.
+  const bool crc_payloads = options_.payload_crc && !options_.encrypt_frames;
   size_t slice_index = 0;
   uint64_t slice_offset = 0;
   for (uint64_t p = 0; p < pieces; ++p) {
@@ -97,7 +117,7 @@ void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t b
       if (take > 0) {
         uint8_t* base = s.region->wire() + s.offset + slice_offset;
         frame.payload.push_back({base, take});
-        if (options_.payload_crc) crc = wire::crc32c(base, take, crc);
+        if (crc_payloads) crc = wire::crc32c(base, take, crc);
       }
       need -= take;
       slice_offset += take;
@@ -109,12 +129,15 @@ void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t b
     wire::FrameHeader header = prototype;
     header.length = static_cast<uint32_t>(piece_length);
     header.offset = base_offset + piece_offset;
-    if (options_.payload_crc) {
+    frame.size = wire::kFrameHeaderSize + piece_length;
+    if (crc_payloads) {
       header.flags |= wire::kFlagPayloadCrc;
       header.payload_crc = crc;
+    } else if (options_.encrypt_frames) {
+      header.flags |= wire::kFlagSealed;
+      frame.size += wire::kFrameTagSize;
     }
     wire::encodeHeader(header, frame.header.data());
-    frame.size = wire::kFrameHeaderSize + piece_length;
     streams_[next_stream_]->enqueueLocked(std::move(frame));
     next_stream_ = (next_stream_ + 1) % streams_.size();
   }

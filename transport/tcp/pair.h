@@ -32,8 +32,9 @@ class TcpPair final : public PairBase {
   TcpPair(TcpContext& context, int peer_rank, const DeviceOptions& options, ProgressEngine& engine, SendBudget* budget);
   ~TcpPair() override;
 
-  // Set-up (before activate): streams arrive from connect() or the device's acceptor.
-  void attachStream(int index, Fd fd, const std::string& peer_address);
+  // Set-up (before activate): streams arrive from connect() or the device's acceptor, with the
+  // connection's frame keys (used when options.encrypt_frames); `connected`: this side connected.
+  Status attachStream(int index, Fd fd, const std::string& peer_address, const wire::FrameKeys& keys, bool connected);
   bool hasAllStreams() const;
   std::vector<int> missingStreams() const;
   Status activate();

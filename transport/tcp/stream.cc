@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <spdlog/spdlog.h>
+
 #include "transport/common/send_budget.h"
 #include "transport/tcp/pair.h"
 #include "transport/wire/crc32c.h"
@@ -20,6 +22,9 @@ constexpr int kMaxIov = 256;
 constexpr size_t kReadBudget = 8u << 20;
 // A stream out of send budget sleeps until this much (or all it has queued) is available again.
 constexpr uint64_t kBudgetWakeBytes = 16u << 10;
+// Sealed frames: one flush encrypts frames only until its batch holds this much, so a long queue
+// is not copied all at once (memory) and the first bytes go out early.
+constexpr uint64_t kSealAheadBytes = 2u << 20;
 
 // Cuts iov[0, count) to its first `limit` bytes; returns the new count.
 int truncateIov(iovec* iov, int count, uint64_t limit) {
@@ -34,12 +39,14 @@ int truncateIov(iovec* iov, int count, uint64_t limit) {
 }
 }  // namespace
 
-Stream::Stream(TcpPair& pair, int index, Fd fd, std::string peer_address, const wire::DecodeLimits& limits)
+Stream::Stream(TcpPair& pair, int index, Fd fd, std::string peer_address, const wire::DecodeLimits& limits,
+               StreamCiphers ciphers)
     : pair_(pair),
       index_(index),
       fd_(std::move(fd)),
       peer_address_(std::move(peer_address)),
       limits_(limits),
+      ciphers_(std::move(ciphers)),
       inbox_(kInboxBytes) {}
 
 void Stream::shutdownSocket() {
@@ -47,10 +54,20 @@ void Stream::shutdownSocket() {
 }
 
 void Stream::enqueueControlLocked(OutFrame frame) {
+  // A frame in progress finishes first, and sealed frames keep the order their nonces fixed.
   size_t position = 0;
-  if (!out_.empty() && out_.front().sent > 0) position = 1;  // a frame in progress finishes first
+  while (position < out_.size() && (out_[position].sent > 0 || out_[position].sealed)) ++position;
   while (position < out_.size() && out_[position].op == nullptr) ++position;
   out_.insert(position, std::move(frame));
+}
+
+Status Stream::sealLocked(OutFrame& frame) {
+  const size_t length = frame.size - wire::kFrameHeaderSize - wire::kFrameTagSize;
+  frame.sealed = std::make_unique_for_overwrite<uint8_t[]>(length + wire::kFrameTagSize);
+  POSEIDON_RETURN_IF_ERROR(ciphers_.seal->seal(frame.header.data(),
+                                               std::span<const iovec>(frame.payload.data(), frame.payload.size()),
+                                               frame.sealed.get(), frame.sealed.get() + length));
+  return Status::ok();
 }
 
 void Stream::flushLocked(Completions& done) {
@@ -58,8 +75,20 @@ void Stream::flushLocked(Completions& done) {
   while (!out_.empty()) {
     iovec iov[kMaxIov];
     int count = 0;
+    uint64_t batch_bytes = 0;
     for (auto& frame : out_) {
       if (count >= kMaxIov - 1) break;
+      if (ciphers_.seal && !frame.sealed) {
+        if (batch_bytes >= kSealAheadBytes) break;
+        Status sealed = sealLocked(frame);
+        if (!sealed.isOk()) {
+          spdlog::error("transport: stream {} to {}: {}", index_, pair_.peerName(), sealed.toString());
+          broken_ = true;  // as a socket error: the next dispatch fails the pair
+          shutdownSocket();
+          return;
+        }
+      }
+      batch_bytes += frame.size - frame.sent;
       size_t skip = frame.sent;
       if (skip < wire::kFrameHeaderSize) {
         iov[count++] = {frame.header.data() + skip, wire::kFrameHeaderSize - skip};
@@ -67,7 +96,11 @@ void Stream::flushLocked(Completions& done) {
       } else {
         skip -= wire::kFrameHeaderSize;
       }
-      for (const auto& part : frame.payload) {
+      // A sealed frame's bytes are its sealed copy, not the sender's memory.
+      const iovec sealed_piece{frame.sealed.get(), frame.size - wire::kFrameHeaderSize};
+      const auto pieces = frame.sealed ? std::span<const iovec>(&sealed_piece, 1)
+                                       : std::span<const iovec>(frame.payload.data(), frame.payload.size());
+      for (const auto& part : pieces) {
         if (skip >= part.iov_len) {
           skip -= part.iov_len;
           continue;
@@ -150,6 +183,7 @@ void Stream::onEvents(uint32_t events) {
 void Stream::failStream(Status status) { pair_.fail(std::move(status)); }
 
 bool Stream::fillInbox(size_t want, size_t& budget, bool& drained) {
+  if (budget == 0) return false;
   if (inbox_begin_ > 0) {
     std::memmove(inbox_.data(), inbox_.data() + inbox_begin_, inbox_end_ - inbox_begin_);
     inbox_end_ -= inbox_begin_;
@@ -178,73 +212,28 @@ void Stream::onReadable() {
   size_t budget = kReadBudget;
   // A read shorter than asked emptied the socket: the next one would only return EAGAIN (a
   // system call a small message need not pay); level-triggered epoll reports later bytes.
+  // The budget stops socket reads only: what the inbox already holds is always handled, since
+  // epoll reports the socket's bytes again but not the inbox's.
   bool drained = false;
-  while (budget > 0 && !pair_.failed()) {
+  while (!pair_.failed()) {
+    ReadStep step = ReadStep::kDone;
+    switch (read_state_) {
+      case ReadState::kHeader: step = readHeader(budget, drained); break;
+      case ReadState::kPayload: step = readPayload(budget, drained); break;
+      case ReadState::kTag: step = readTag(budget, drained); break;
+    }
+    if (step == ReadStep::kStop) return;
+    if (step == ReadStep::kAgain) continue;
     if (read_state_ == ReadState::kHeader) {
-      const size_t have = inbox_end_ - inbox_begin_;
-      if (have < wire::kFrameHeaderSize) {
-        // After a large payload the next frame is likely large too: read just its header so
-        // the payload lands directly in place.
-        const size_t want = last_payload_large_ ? wire::kFrameHeaderSize - have : inbox_.size();
-        if (drained || !fillInbox(want, budget, drained)) return;
-        continue;
-      }
-      auto header = wire::decodeHeader(inbox_.data() + inbox_begin_, limits_, pair_.peerNameRef());
-      if (!header) {
-        failStream(header.status());
-        return;
-      }
-      inbox_begin_ += wire::kFrameHeaderSize;
-      header_ = *header;
-      auto dest = pair_.onFrameHeader(header_);
-      if (!dest) {
-        failStream(dest.status());
-        return;
-      }
-      payload_dest_ = *dest;
-      payload_done_ = 0;
       read_state_ = ReadState::kPayload;
+      continue;
     }
-    // Payload: first what the inbox already holds, then straight from the socket.
-    const uint64_t left = header_.length - payload_done_;
-    const size_t from_inbox = std::min<uint64_t>(left, inbox_end_ - inbox_begin_);
-    if (from_inbox > 0) {
-      std::memcpy(payload_dest_ + payload_done_, inbox_.data() + inbox_begin_, from_inbox);
-      inbox_begin_ += from_inbox;
-      payload_done_ += from_inbox;
+    if (read_state_ == ReadState::kPayload && ciphers_.open) {
+      read_state_ = ReadState::kTag;
+      continue;
     }
-    if (payload_done_ < header_.length) {
-      if (drained) return;
-      const size_t want = std::min<uint64_t>(header_.length - payload_done_, budget);
-      const ssize_t n = ::recv(fd_.get(), payload_dest_ + payload_done_, want, MSG_DONTWAIT);
-      if (n > 0) {
-        payload_done_ += static_cast<uint64_t>(n);
-        budget -= std::min(budget, static_cast<size_t>(n));
-        drained = static_cast<size_t>(n) < want;
-      } else if (n == 0) {
-        failStream(makeStatus(StatusCode::kConnectionError,
-                              "{} closed the connection in the middle of a {} frame (stream {})", pair_.peerName(),
-                              wire::frameTypeName(header_.type), index_));
-        return;
-      } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-        return;
-      } else {
-        failStream(makeStatus(StatusCode::kConnectionError, "receive from {} failed (stream {}): {}", pair_.peerName(),
-                              index_, std::strerror(errno)));
-        return;
-      }
-      if (payload_done_ < header_.length) continue;
-    }
-    if (header_.flags & wire::kFlagPayloadCrc) {
-      const uint32_t crc = wire::crc32c(payload_dest_, header_.length);
-      if (crc != header_.payload_crc) {
-        failStream(makeStatus(StatusCode::kProtocolError,
-                              "payload CRC 0x{:08x} of a {}-byte {} frame from {} does not match computed 0x{:08x}",
-                              header_.payload_crc, header_.length, wire::frameTypeName(header_.type), pair_.peerName(),
-                              crc));
-        return;
-      }
-    }
+    // The whole frame is here.
+    if (!checkPayload()) return;
     last_payload_large_ = header_.length >= kLargePayload;
     read_state_ = ReadState::kHeader;
     Status st = pair_.onFrameComplete(header_, index_);
@@ -253,6 +242,110 @@ void Stream::onReadable() {
       return;
     }
   }
+}
+
+Stream::ReadStep Stream::readHeader(size_t& budget, bool& drained) {
+  const size_t have = inbox_end_ - inbox_begin_;
+  if (have < wire::kFrameHeaderSize) {
+    // After a large payload the next frame is likely large too: read just its header so the
+    // payload lands directly in place.
+    const size_t want = last_payload_large_ ? wire::kFrameHeaderSize - have : inbox_.size();
+    return drained || !fillInbox(want, budget, drained) ? ReadStep::kStop : ReadStep::kAgain;
+  }
+  const uint8_t* bytes = inbox_.data() + inbox_begin_;
+  auto header = wire::decodeHeader(bytes, limits_, pair_.peerNameRef());
+  if (!header) {
+    failStream(header.status());
+    return ReadStep::kStop;
+  }
+  const bool sealed = (header->flags & wire::kFlagSealed) != 0;
+  if (sealed != (ciphers_.open != nullptr)) {
+    failStream(makeStatus(StatusCode::kProtocolError,
+                          "{} {} frame from {} on a connection whose frames are {}: refused",
+                          sealed ? "a sealed" : "an unsealed", wire::frameTypeName(header->type), pair_.peerName(),
+                          ciphers_.open ? "sealed (encrypt_frames)" : "not sealed"));
+    return ReadStep::kStop;
+  }
+  std::copy(bytes, bytes + wire::kFrameHeaderSize, header_bytes_.begin());
+  inbox_begin_ += wire::kFrameHeaderSize;
+  header_ = *header;
+  auto dest = pair_.onFrameHeader(header_);
+  if (!dest) {
+    failStream(dest.status());
+    return ReadStep::kStop;
+  }
+  payload_dest_ = *dest;
+  if (ciphers_.open) {
+    payload_final_ = *dest;
+    if (sealed_inbox_.size() < header_.length) sealed_inbox_.resize(header_.length);
+    payload_dest_ = sealed_inbox_.data();
+  }
+  payload_done_ = 0;
+  return ReadStep::kDone;
+}
+
+Stream::ReadStep Stream::readTag(size_t& budget, bool& drained) {
+  const size_t have = inbox_end_ - inbox_begin_;
+  if (have >= wire::kFrameTagSize) return ReadStep::kDone;
+  // After a large payload, read no further than the next header, so a large payload after it
+  // lands directly in place too.
+  const size_t want =
+      header_.length >= kLargePayload ? wire::kFrameTagSize - have + wire::kFrameHeaderSize : inbox_.size();
+  return drained || !fillInbox(want, budget, drained) ? ReadStep::kStop : ReadStep::kAgain;
+}
+
+Stream::ReadStep Stream::readPayload(size_t& budget, bool& drained) {
+  // First what the inbox already holds, then straight from the socket.
+  const uint64_t left = header_.length - payload_done_;
+  const size_t from_inbox = std::min<uint64_t>(left, inbox_end_ - inbox_begin_);
+  if (from_inbox > 0) {
+    std::memcpy(payload_dest_ + payload_done_, inbox_.data() + inbox_begin_, from_inbox);
+    inbox_begin_ += from_inbox;
+    payload_done_ += from_inbox;
+  }
+  if (payload_done_ == header_.length) return ReadStep::kDone;
+  if (drained || budget == 0) return ReadStep::kStop;
+  const size_t want = std::min<uint64_t>(header_.length - payload_done_, budget);
+  const ssize_t n = ::recv(fd_.get(), payload_dest_ + payload_done_, want, MSG_DONTWAIT);
+  if (n > 0) {
+    payload_done_ += static_cast<uint64_t>(n);
+    budget -= std::min(budget, static_cast<size_t>(n));
+    drained = static_cast<size_t>(n) < want;
+    return payload_done_ == header_.length ? ReadStep::kDone : ReadStep::kAgain;
+  }
+  if (n == 0) {
+    failStream(makeStatus(StatusCode::kConnectionError,
+                          "{} closed the connection in the middle of a {} frame (stream {})", pair_.peerName(),
+                          wire::frameTypeName(header_.type), index_));
+  } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+    failStream(makeStatus(StatusCode::kConnectionError, "receive from {} failed (stream {}): {}", pair_.peerName(),
+                          index_, std::strerror(errno)));
+  }
+  return ReadStep::kStop;
+}
+
+bool Stream::checkPayload() {
+  if (ciphers_.open) {
+    Status opened = ciphers_.open->open(header_bytes_.data(), payload_dest_, payload_final_, header_.length,
+                                        inbox_.data() + inbox_begin_, pair_.peerName());
+    inbox_begin_ += wire::kFrameTagSize;
+    if (!opened.isOk()) {
+      failStream(opened.withContext(fmt::format("stream {}", index_)));
+      return false;
+    }
+    return true;
+  }
+  if (header_.flags & wire::kFlagPayloadCrc) {
+    const uint32_t crc = wire::crc32c(payload_dest_, header_.length);
+    if (crc != header_.payload_crc) {
+      failStream(makeStatus(StatusCode::kProtocolError,
+                            "payload CRC 0x{:08x} of a {}-byte {} frame from {} does not match computed 0x{:08x}",
+                            header_.payload_crc, header_.length, wire::frameTypeName(header_.type), pair_.peerName(),
+                            crc));
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace poseidon::transport::tcp

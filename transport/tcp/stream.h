@@ -4,6 +4,13 @@
 // into registered memory, written with one writev for many frames) and the incoming-frame state
 // machine, which reads headers through a small inbox and payloads straight into their
 // destination (a posted receive or a registered region), never through a staging buffer.
+//
+// With sealed frames (DeviceOptions::encrypt_frames) a frame's payload is encrypted into a buffer
+// of its own just before its first byte is written (wire::FrameCipher numbers frames in the order
+// they go), and incoming ciphertext lands in a buffer of the stream's and is opened into its
+// destination once its tag has arrived; only then does the pair act on the frame. (Not in place:
+// another stream's frame may write the same bytes of a region meanwhile, as overlapping writes
+// may, and the ciphertext must be what was sealed when it is opened.)
 #pragma once
 
 #include <sys/uio.h>
@@ -21,6 +28,7 @@
 #include "transport/request.h"
 #include "transport/tcp/progress_engine.h"
 #include "transport/wire/frame.h"
+#include "transport/wire/frame_cipher.h"
 
 namespace poseidon::transport::tcp {
 
@@ -39,11 +47,21 @@ struct OutFrame {
   size_t size = 0;                                   // header + payload bytes
   size_t sent = 0;
   std::shared_ptr<SendOp> op;  // null for control frames
+  // Sealed frames: the ciphertext and tag that go instead of `payload` (the sender's memory)
+  // once sealed. A sealed frame has its place in the stream's order.
+  std::unique_ptr<uint8_t[]> sealed;
+};
+
+// A stream's frame ciphers; both null when frames are not sealed.
+struct StreamCiphers {
+  std::unique_ptr<wire::FrameCipher> seal;
+  std::unique_ptr<wire::FrameCipher> open;
 };
 
 class Stream final : public EventHandler {
  public:
-  Stream(TcpPair& pair, int index, Fd fd, std::string peer_address, const wire::DecodeLimits& limits);
+  Stream(TcpPair& pair, int index, Fd fd, std::string peer_address, const wire::DecodeLimits& limits,
+         StreamCiphers ciphers);
 
   int fd() const { return fd_.get(); }
   int index() const { return index_; }
@@ -64,8 +82,18 @@ class Stream final : public EventHandler {
   void onEvents(uint32_t events) override;
 
  private:
-  enum class ReadState { kHeader, kPayload };
+  enum class ReadState { kHeader, kPayload, kTag };
+  // What a read step achieved: its part of the frame is here (kDone), some bytes came and the
+  // step goes on (kAgain), or reading stops for now: the socket is empty or the stream failed.
+  enum class ReadStep { kDone, kAgain, kStop };
   void onReadable();
+  ReadStep readHeader(size_t& budget, bool& drained);   // decodes it; finds the payload's place
+  ReadStep readPayload(size_t& budget, bool& drained);  // into its destination
+  ReadStep readTag(size_t& budget, bool& drained);      // sealed frames: into the inbox
+  // Checks the payload's CRC or opens its seal; false if the stream failed.
+  bool checkPayload();
+  // Pair lock held: encrypts a not yet started frame's payload into its own buffer.
+  Status sealLocked(OutFrame& frame);
   // Reads into the inbox; false when nothing more can be read now (or the stream failed).
   // `drained`: the read was short, so the socket has nothing more for now.
   bool fillInbox(size_t want, size_t& budget, bool& drained);
@@ -79,6 +107,7 @@ class Stream final : public EventHandler {
   bool want_write_ = false;  // EPOLLOUT armed
   bool broken_ = false;
   RingQueue<OutFrame> out_;
+  StreamCiphers ciphers_;
 
   // Under the dispatch gate only.
   ReadState read_state_ = ReadState::kHeader;
@@ -87,7 +116,10 @@ class Stream final : public EventHandler {
   size_t inbox_end_ = 0;
   bool last_payload_large_ = false;
   wire::FrameHeader header_;
-  uint8_t* payload_dest_ = nullptr;
+  wire::EncodedHeader header_bytes_{};  // as received: a sealed frame's associated data
+  uint8_t* payload_dest_ = nullptr;     // where the payload is read to
+  uint8_t* payload_final_ = nullptr;    // sealed frames: where it is opened to
+  std::vector<uint8_t> sealed_inbox_;   // sealed frames: the ciphertext, as large as the largest
   uint64_t payload_done_ = 0;
 };
 

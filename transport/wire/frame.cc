@@ -88,6 +88,12 @@ Result<FrameHeader> decodeHeader(const uint8_t* in, const DecodeLimits& limits, 
     return makeStatus(StatusCode::kProtocolError, "write frame from {} carries {} bytes of a write of {} bytes", peer,
                       h.length, h.total);
   }
+  if ((h.flags & kFlagPayloadCrc) && (h.flags & kFlagSealed)) {
+    return makeStatus(StatusCode::kProtocolError,
+                      "frame from {} has both the payload-CRC and the sealed flag (flags 0x{:02x}); a sealed frame's "
+                      "tag replaces the CRC",
+                      peer, h.flags);
+  }
   if ((h.flags & kFlagPayloadCrc) == 0 && h.payload_crc != 0) {
     return makeStatus(StatusCode::kProtocolError, "frame from {} has payload CRC 0x{:08x} without the CRC flag", peer,
                       h.payload_crc);

@@ -15,6 +15,11 @@
 //   48 u32 reserved     must be 0
 //   52 u32 header_crc   CRC32C of bytes 0..51
 //
+// With kFlagSealed (DeviceOptions::encrypt_frames, wire/frame_cipher.h) the payload is AES-GCM
+// ciphertext and a 16-byte tag follows it, also on frames without payload: the tag covers the
+// header as associated data, so no header or payload can be altered, replayed or dropped without
+// the next tag failing. `length` counts the payload only.
+//
 // The decoder checks every field against limits before anything is allocated or copied.
 #pragma once
 
@@ -29,7 +34,8 @@ namespace poseidon::transport::wire {
 inline constexpr uint32_t kFrameMagic = 0x4E445350;  // "PSDN" read as little-endian bytes
 // Both backends' hello carries it and a peer of another version is refused, naming both.
 // 2: verbs writes longer than the device's limit end in a split-write notice (control type 8).
-inline constexpr uint16_t kProtocolVersion = 2;
+// 3: sealed frames (kFlagSealed), the hello's feature bits and the feature-mismatch verdict.
+inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr size_t kFrameHeaderSize = 56;
 
 enum class FrameType : uint8_t {
@@ -41,8 +47,10 @@ enum class FrameType : uint8_t {
 
 enum FrameFlags : uint8_t {
   kFlagPayloadCrc = 1u << 0,
+  kFlagSealed = 1u << 1,  // AES-GCM ciphertext and a tag follow; never together with the CRC
 };
-inline constexpr uint8_t kKnownFlags = kFlagPayloadCrc;
+inline constexpr uint8_t kKnownFlags = kFlagPayloadCrc | kFlagSealed;
+inline constexpr size_t kFrameTagSize = 16;
 
 struct FrameHeader {
   uint16_t version = kProtocolVersion;

@@ -22,8 +22,8 @@ Status checkMagic(const uint8_t* bytes, const char* what, const std::string& pee
 }
 
 Result<Verdict> parseVerdict(uint16_t raw, const std::string& peer) {
-  if (raw > static_cast<uint16_t>(Verdict::kBadSecret)) {
-    return makeStatus(StatusCode::kProtocolError, "handshake verdict {} from {} is not one of 0..3", raw, peer);
+  if (raw > static_cast<uint16_t>(Verdict::kFeatureMismatch)) {
+    return makeStatus(StatusCode::kProtocolError, "handshake verdict {} from {} is not one of 0..4", raw, peer);
   }
   return static_cast<Verdict>(raw);
 }
@@ -36,6 +36,7 @@ const char* verdictName(Verdict verdict) {
     case Verdict::kVersionMismatch: return "protocol version mismatch";
     case Verdict::kUnknownPeer: return "unknown context, rank or stream";
     case Verdict::kBadSecret: return "wrong job secret";
+    case Verdict::kFeatureMismatch: return "frame encryption (encrypt_frames) is on at one side only";
   }
   return "unknown verdict";
 }
@@ -44,7 +45,7 @@ std::array<uint8_t, kClientHelloSize> encodeClientHello(const ClientHello& h) {
   std::array<uint8_t, kClientHelloSize> out{};
   storeLe32(&out[0], kHandshakeMagic);
   storeLe16(&out[4], h.version);
-  storeLe16(&out[6], 0);
+  storeLe16(&out[6], h.features);
   storeLe64(&out[8], h.context_id);
   storeLe32(&out[16], h.src_rank);
   storeLe32(&out[20], h.dst_rank);
@@ -58,6 +59,7 @@ Result<ClientHello> decodeClientHello(const uint8_t* in, const std::string& peer
   POSEIDON_RETURN_IF_ERROR(checkMagic(in, "client hello", peer));
   ClientHello h;
   h.version = loadLe16(in + 4);
+  h.features = loadLe16(in + 6);
   h.context_id = loadLe64(in + 8);
   h.src_rank = loadLe32(in + 16);
   h.dst_rank = loadLe32(in + 20);
@@ -115,8 +117,9 @@ Result<Verdict> decodeServerVerdict(const uint8_t* in, const std::string& peer) 
   return parseVerdict(loadLe16(in + 4), peer);
 }
 
-Mac computeProof(const std::string& secret, Role role, const uint8_t* client_hello, const Nonce& server_nonce) {
-  const std::string label = role == Role::kClient ? "poseidon-client-proof" : "poseidon-server-proof";
+namespace {
+Mac hmacOverHandshake(const std::string& secret, const char* label, const uint8_t* client_hello,
+                      const Nonce& server_nonce) {
   std::string message = label;
   message.append(reinterpret_cast<const char*>(client_hello), kClientHelloSize);
   message.append(reinterpret_cast<const char*>(server_nonce.data()), server_nonce.size());
@@ -125,6 +128,18 @@ Mac computeProof(const std::string& secret, Role role, const uint8_t* client_hel
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
        reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac.data(), &mac_len);
   return mac;
+}
+}  // namespace
+
+Mac computeProof(const std::string& secret, Role role, const uint8_t* client_hello, const Nonce& server_nonce) {
+  return hmacOverHandshake(secret, role == Role::kClient ? "poseidon-client-proof" : "poseidon-server-proof",
+                           client_hello, server_nonce);
+}
+
+FrameKeys deriveFrameKeys(const std::string& secret, const uint8_t* client_hello, const Nonce& server_nonce) {
+  // Labels unlike the proofs' ones: a key is never a value that went over the wire.
+  return {hmacOverHandshake(secret, "poseidon-frame-key-client-to-server", client_hello, server_nonce),
+          hmacOverHandshake(secret, "poseidon-frame-key-server-to-client", client_hello, server_nonce)};
 }
 
 bool proofsEqual(const Mac& a, const Mac& b) { return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0; }
