@@ -575,35 +575,41 @@ Status ClientImpl::wait(const RequestPtr& request, Deadline deadline) {
   if (request->test()) return request->status();  // also when it finished just after the timeout
   if (status.code() != StatusCode::kTimeout) return status;
   std::unique_lock lock(mutex_);
-  std::vector<std::string> waits;
-  std::vector<int> servers;  // those the pending chunks wait on
-  for (size_t c = 0; c < chunks_.size() && waits.size() < 4; ++c) {
-    const ChunkTrack& chunk = chunks_[c];
-    if (!chunk.pulls.empty()) {
-      waits.push_back(chunk.blocker >= 0 ? fmt::format("chunk {} on server {} waits for worker {} (the server's last "
-                                                       "report)",
-                                                       c, chunk.server, chunk.blocker)
-                                         : fmt::format("chunk {} on server {} not answered", c, chunk.server));
-    } else if (chunk.awaiting_ack) {
-      waits.push_back(fmt::format("chunk {} on server {} not acknowledged", c, chunk.server));
-    } else if (chunk.push_ready > 0 || chunk.pull_ready > 0) {
-      waits.push_back(fmt::format("chunk {} waits for its other layers to call", c));
-      continue;
-    } else {
-      continue;
-    }
-    if (std::find(servers.begin(), servers.end(), chunk.server) == servers.end()) servers.push_back(chunk.server);
-  }
   // What a server last reported may be stale: a stopped server's "waits for worker 1" blames a
-  // worker that pushed long ago. So ask each server it waits on; one that does not answer is
-  // named first, as the likely cause.
+  // worker that pushed long ago, and a live one's blocker may have pushed since it reported. So
+  // ask each server a pending chunk waits on: a live one answers with fresh reports (kBlocked),
+  // then kPong; one that does not answer is named first, as the likely cause.
+  std::vector<int> servers;
+  for (const ChunkTrack& chunk : chunks_) {
+    const bool on_server = !chunk.pulls.empty() || chunk.awaiting_ack;
+    if (on_server && std::find(servers.begin(), servers.end(), chunk.server) == servers.end()) {
+      servers.push_back(chunk.server);
+    }
+  }
   const std::vector<int> silent = unansweredPingsLocked(lock, servers);
   std::vector<std::string> causes;
   for (int server : silent) {
     causes.push_back(fmt::format("server {} (rank {}) did not answer a ping within {} ms: stopped, hung or cut off",
                                  server, job_.serverRank(server), kPingWait.count()));
   }
-  causes.insert(causes.end(), waits.begin(), waits.end());
+  size_t waits = 0;
+  for (size_t c = 0; c < chunks_.size() && waits < 4; ++c) {
+    const ChunkTrack& chunk = chunks_[c];
+    const bool fresh = std::find(silent.begin(), silent.end(), chunk.server) == silent.end();
+    if (!chunk.pulls.empty()) {
+      causes.push_back(chunk.blocker >= 0
+                           ? fmt::format("chunk {} on server {} waits for worker {} ({})", c, chunk.server,
+                                         chunk.blocker, fresh ? "the server's answer now" : "the server's last report")
+                           : fmt::format("chunk {} on server {} not answered", c, chunk.server));
+    } else if (chunk.awaiting_ack) {
+      causes.push_back(fmt::format("chunk {} on server {} not acknowledged", c, chunk.server));
+    } else if (chunk.push_ready > 0 || chunk.pull_ready > 0) {
+      causes.push_back(fmt::format("chunk {} waits for its other layers to call", c));
+    } else {
+      continue;
+    }
+    ++waits;
+  }
   return makeStatus(StatusCode::kTimeout, "{}: {}", status.message(),
                     causes.empty() ? std::string("nothing pending") : fmt::format("{}", fmt::join(causes, "; ")));
 }

@@ -91,8 +91,9 @@ class ServerImpl final : public Server {
       for (int w = 0; w < job_.workers; ++w) {
         if (workers_[static_cast<size_t>(w)].load() == WorkerState::kActive) left.push_back(w);
       }
-      return makeStatus(StatusCode::kTimeout, "server {}: workers {} still connected at the deadline", server_,
-                        fmt::join(left, ", "));
+      lock.unlock();  // chunk locks next; never both
+      return makeStatus(StatusCode::kTimeout, "server {}: workers {} still connected at the deadline{}", server_,
+                        fmt::join(left, ", "), waitingPullsText());
     }
     if (!failure_.isOk()) return failure_;
     if (checkpointer_) return checkpointer_->flush();
@@ -122,6 +123,11 @@ class ServerImpl final : public Server {
   Status onInit(int worker, uint32_t index);
   void onCheckpointRequest(int worker, uint32_t low);
   void onAnnounce(int worker);
+  // A worker's wait timed out: tell it afresh whom each of its waiting pulls waits for (a kBlocked
+  // is sent when a pull starts waiting, and its blocker may have pushed since), then kPong.
+  void onPing(int worker, uint32_t value);
+  // "; 6 pulls wait for worker 2" for the deadline's message, or "" when no pull waits.
+  std::string waitingPullsText() const;
   void announceLocked(uint32_t index, const ChunkState& chunk, int worker);
   void onWorkerGone(int worker, const Status& why);
   void finishWorker(int worker, WorkerState state);
@@ -299,7 +305,7 @@ Status ServerImpl::handle(int worker, const Imm& imm) {
     case ToServer::kInit: return onInit(worker, imm.chunk);
     case ToServer::kCheckpoint: onCheckpointRequest(worker, imm.value); return Status::ok();
     case ToServer::kAnnounce: onAnnounce(worker); return Status::ok();
-    case ToServer::kPing: notify(worker, ToWorker::kPong, 0, imm.value); return Status::ok();
+    case ToServer::kPing: onPing(worker, imm.value); return Status::ok();
     case ToServer::kBye: break;
   }
   return makeStatus(StatusCode::kProtocolError, "worker {} sent immediate type {} (expected 0..6)", worker, imm.type);
@@ -428,6 +434,34 @@ Status ServerImpl::onPull(int worker, uint32_t index, uint32_t low) {
   return Status::ok();
 }
 
+void ServerImpl::onPing(int worker, uint32_t value) {
+  for (uint32_t index = 0; index < chunks_.size(); ++index) {
+    ChunkState& chunk = chunks_[index];
+    std::lock_guard lock(chunk.mutex);
+    for (const PendingPull& pull : chunk.pulls) {
+      if (pull.worker != worker) continue;
+      notify(worker, ToWorker::kBlocked, index, static_cast<uint64_t>(blockerLocked(chunk, pull.min_version)));
+    }
+  }
+  notify(worker, ToWorker::kPong, 0, value);
+}
+
+std::string ServerImpl::waitingPullsText() const {
+  size_t pulls = 0;
+  std::vector<int> blockers;
+  for (ChunkState& chunk : chunks_) {  // mutable: its lock
+    std::lock_guard lock(chunk.mutex);
+    for (const PendingPull& pull : chunk.pulls) {
+      ++pulls;
+      const int blocker = blockerLocked(chunk, pull.min_version);
+      if (std::find(blockers.begin(), blockers.end(), blocker) == blockers.end()) blockers.push_back(blocker);
+    }
+  }
+  if (pulls == 0) return "";
+  std::sort(blockers.begin(), blockers.end());
+  return fmt::format("; {} pulls wait for worker {}", pulls, fmt::join(blockers, ", "));
+}
+
 int ServerImpl::blockerLocked(const ChunkState& chunk, uint64_t min_version) const {
   if (!chunk.initialized) return 0;  // worker 0 initialises
   for (int w = 0; w < job_.workers; ++w) {
@@ -496,8 +530,10 @@ void ServerImpl::notify(int worker, ToWorker type, uint32_t chunk, uint64_t valu
 
 void ServerImpl::onWorkerGone(int worker, const Status& why) {
   if (stopping_.load()) return;
-  const Status status = makeStatus(StatusCode::kConnectionError, "server {}: worker {} (rank {}) is gone: {}", server_,
-                                   worker, job_.workerRank(worker), why.toString());
+  // What this server was waiting for when the worker went says more than the worker's leaving:
+  // a worker that gave up on a cut-off peer leaves first, and the pulls name that peer.
+  const Status status = makeStatus(StatusCode::kConnectionError, "server {}: worker {} (rank {}) is gone{}: {}",
+                                   server_, worker, job_.workerRank(worker), waitingPullsText(), why.toString());
   finishWorker(worker, WorkerState::kFailed);
   if (options_.consistency.mode == Consistency::Mode::kAsync) {
     spdlog::warn("{}; async training goes on without it", status.toString());

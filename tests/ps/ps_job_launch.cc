@@ -14,8 +14,8 @@ std::vector<std::unique_ptr<ChildProcess>> launchJob(const std::string& peer_bin
     std::vector<std::string> argv = job.prefix ? job.prefix(rank) : std::vector<std::string>{};
     const std::string suffix = tag + "-" + std::to_string(rank);
     argv.insert(argv.end(), {peer_binary,
-                             "--store",
-                             dir + "/store-" + tag,
+                             job.root.empty() ? "--store" : "--root",
+                             job.root.empty() ? dir + "/store-" + tag : job.root,
                              "--rank",
                              std::to_string(rank),
                              "--size",

@@ -25,6 +25,9 @@ struct JobSpec {
   int die_at_clock = -1;
   bool trace = false;  // workers write <dir>/trace-<tag>-<rank>
   std::string backend = "tcp";
+  // "host:port": rank 0 serves a TCP store there (so killing it kills the store); empty: a
+  // FileStore in the job's directory.
+  std::string root;
   // Per rank: words before the command (e.g. "ip netns exec ns1") and the address to listen on.
   std::function<std::vector<std::string>(int rank)> prefix;
   std::function<std::string(int rank)> address;

@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
 #include "tests/ps/ps_job_launch.h"
+#include "tests/ps/ssp_trace.h"
 #include "tests/support/mesh.h"
 #include "tests/support/netns.h"
 
@@ -17,21 +17,6 @@ namespace poseidon::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-struct TraceLine {
-  std::string kind;  // "push" or "pull"
-  uint64_t clock = 0;
-  uint64_t version = 0;
-  uint64_t nanos = 0;
-};
-
-std::vector<TraceLine> readTrace(const std::string& path) {
-  std::vector<TraceLine> lines;
-  std::istringstream in(read_file(path));
-  TraceLine line;
-  while (in >> line.kind >> line.clock >> line.version >> line.nanos) lines.push_back(line);
-  return lines;
-}
 
 TEST(PsSspNetns, SlowWorkerBoundsTheFastOnesAndNoReadIsStalerThanTheBound) {
   if (auto why = netnsUnavailableReason()) GTEST_SKIP() << why->c_str();
@@ -59,32 +44,13 @@ TEST(PsSspNetns, SlowWorkerBoundsTheFastOnesAndNoReadIsStalerThanTheBound) {
                                             << read_file(dir.path() + "/log-ssp-" + std::to_string(r));
   }
 
-  std::vector<uint64_t> slow_pushes;  // when the slow worker sent each clock's gradient
-  for (const TraceLine& line : readTrace(dir.path() + "/trace-ssp-" + std::to_string(kSlow))) {
-    if (line.kind == "push") slow_pushes.push_back(line.nanos);
-  }
-  ASSERT_EQ(slow_pushes.size(), job.clocks);
-  uint64_t most_ahead = 0;
-  for (int w = 0; w < job.workers; ++w) {
-    const auto trace = readTrace(dir.path() + "/trace-ssp-" + std::to_string(w));
-    size_t reads = 0;
-    for (const TraceLine& line : trace) {
-      if (line.kind != "pull") continue;
-      ++reads;
-      const uint64_t bound = line.clock > kStaleness ? line.clock - kStaleness : 0;
-      EXPECT_GE(line.version, bound) << "worker " << w << " read version " << line.version << " at clock "
-                                     << line.clock;
-      if (w == kSlow) continue;
-      const auto pushed = static_cast<uint64_t>(std::lower_bound(slow_pushes.begin(), slow_pushes.end(), line.nanos) -
-                                                slow_pushes.begin());
-      const uint64_t ahead = line.clock > pushed ? line.clock - pushed : 0;
-      EXPECT_LE(ahead, static_cast<uint64_t>(kStaleness))
-          << "worker " << w << " read for clock " << line.clock << " when the slow worker had pushed " << pushed;
-      most_ahead = std::max(most_ahead, ahead);
-    }
-    EXPECT_EQ(reads, job.clocks + 1) << "worker " << w;
-  }
-  EXPECT_EQ(most_ahead, static_cast<uint64_t>(kStaleness)) << "the fast workers never reached the bound";
+  const SspCheck check = checkSspTraces(dir.path(), "ssp", job.workers, kSlow, kStaleness);
+  EXPECT_TRUE(check.stale_reads.empty()) << check.stale_reads.front();
+  EXPECT_EQ(check.slow_pushes, job.clocks);
+  for (int w = 0; w < job.workers; ++w)
+    EXPECT_EQ(check.reads[static_cast<size_t>(w)], job.clocks + 1) << "worker " << w;
+  EXPECT_LE(check.most_ahead, static_cast<uint64_t>(kStaleness)) << "a fast worker ran further ahead than the bound";
+  EXPECT_EQ(check.most_ahead, static_cast<uint64_t>(kStaleness)) << "the fast workers never reached the bound";
 }
 
 }  // namespace

@@ -6,10 +6,7 @@
 
 namespace poseidon::testing {
 
-namespace {
-Status ip(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"ip"};
-  argv.insert(argv.end(), args.begin(), args.end());
+Status runCommand(const std::vector<std::string>& argv) {
   const ProcessResult r = run_process(argv);
   if (r.exit_code != 0) {
     std::string joined;
@@ -17,6 +14,13 @@ Status ip(const std::vector<std::string>& args) {
     return makeStatus(StatusCode::kIoError, "`{}` failed ({}): {}", joined, r.exit_code, r.output);
   }
   return Status::ok();
+}
+
+namespace {
+Status ip(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"ip"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runCommand(argv);
 }
 }  // namespace
 

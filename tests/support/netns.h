@@ -5,10 +5,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
 namespace poseidon::testing {
+
+// Runs a set-up command (ip, tc, sysctl) to completion; an error quoting it and its output if it
+// fails.
+Status runCommand(const std::vector<std::string>& argv);
 
 // Why namespaces cannot be made here (not root, no `ip`), or nullopt when they can.
 std::optional<std::string> netnsUnavailableReason();
