@@ -1,8 +1,9 @@
 # POSEIDON_SANITIZE: every object of the build checked at run time (tools/test-sanitizers).
 #   address-undefined  ASan + UBSan: out-of-bounds, use-after-free, leaks, undefined behaviour
 #   thread             TSan: data races and lock-order inversions
-# Both stop at the first finding (-fno-sanitize-recover), so a test that hits one fails rather
-# than printing a report nobody reads. CUDA is left out of these builds: nvcc's host objects are
+# UBSan stops at its first finding (-fno-sanitize-recover); ASan always does; TSan does under
+# tools/test-sanitizers' TSAN_OPTIONS (halt_on_error=1). So a test that hits one fails rather than
+# printing a report nobody reads. CUDA is left out of these builds: nvcc's host objects are
 # not instrumented and the kernels run through their CPU twins here anyway.
 set(POSEIDON_SANITIZE "" CACHE STRING "Sanitizer build: address-undefined, thread, or empty for none")
 set_property(CACHE POSEIDON_SANITIZE PROPERTY STRINGS "" address-undefined thread)

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -34,14 +36,14 @@ Result<std::unique_ptr<NetnsHosts>> NetnsHosts::bridge(const std::string& prefix
     POSEIDON_RETURN_IF_ERROR(runCommand({"ip", "netns", "add", ns}));
     hosts->namespaces_.push_back(ns);
     hosts->addresses_.push_back(address);
-    POSEIDON_RETURN_IF_ERROR(runAll({{"ip", "link", "add", host_end, "type", "veth", "peer", "name", bridge_end},
-                                     {"ip", "link", "set", host_end, "netns", ns},
-                                     {"ip", "link", "set", bridge_end, "netns", hosts->hub_},
-                                     {"ip", "-n", ns, "addr", "add", address + "/24", "dev", host_end},
-                                     {"ip", "-n", ns, "link", "set", "lo", "up"},
-                                     {"ip", "-n", ns, "link", "set", host_end, "up"},
-                                     {"ip", "-n", hosts->hub_, "link", "set", bridge_end, "master", "br0"},
-                                     {"ip", "-n", hosts->hub_, "link", "set", bridge_end, "up"}}));
+    // Made inside the namespaces, so deleting them removes it whatever step fails after.
+    POSEIDON_RETURN_IF_ERROR(runAll(
+        {{"ip", "-n", ns, "link", "add", host_end, "type", "veth", "peer", "name", bridge_end, "netns", hosts->hub_},
+         {"ip", "-n", ns, "addr", "add", address + "/24", "dev", host_end},
+         {"ip", "-n", ns, "link", "set", "lo", "up"},
+         {"ip", "-n", ns, "link", "set", host_end, "up"},
+         {"ip", "-n", hosts->hub_, "link", "set", bridge_end, "master", "br0"},
+         {"ip", "-n", hosts->hub_, "link", "set", bridge_end, "up"}}));
     POSEIDON_RETURN_IF_ERROR(hosts->limit(i, rate));
   }
   return hosts;
@@ -105,11 +107,19 @@ Result<std::unique_ptr<NetnsHosts>> NetnsHosts::behindLinkem(const std::string& 
 }
 
 Status NetnsHosts::limit(int host, const std::string& rate) {
-  // tbf needs at least one timer tick of traffic as its bucket (HZ may be 100).
+  // The bucket: one timer tick (10 ms: HZ may be 100) of traffic, at least 16 KiB, so tbf can
+  // reach the rate but a burst does not hide it (a fixed 1 MB is a second at 8 Mbit/s).
+  const std::regex form("([0-9]+)(kbit|mbit|gbit)");
+  std::smatch m;
+  if (!std::regex_match(rate, m, form)) {
+    return makeStatus(StatusCode::kInvalidArgument, "rate '{}': expected <n>kbit, mbit or gbit", rate);
+  }
+  const double unit = m[2] == "kbit" ? 1e3 : m[2] == "mbit" ? 1e6 : 1e9;
+  const auto burst = std::max<uint64_t>(16384, static_cast<uint64_t>(std::stod(m[1]) * unit / 8 / 100));
   const std::string host_end = ns(host), bridge_end = base_ + "b" + std::to_string(host);
   for (const auto& [where, dev] : {std::pair{ns(host), host_end}, std::pair{hub_, bridge_end}}) {
     POSEIDON_RETURN_IF_ERROR(runCommand({"ip", "netns", "exec", where, "tc", "qdisc", "replace", "dev", dev, "root",
-                                         "tbf", "rate", rate, "burst", "1mb", "latency", "50ms"}));
+                                         "tbf", "rate", rate, "burst", std::to_string(burst), "latency", "50ms"}));
   }
   return Status::ok();
 }

@@ -326,13 +326,16 @@ Stream::ReadStep Stream::readPayload(size_t& budget, bool& drained) {
 
 bool Stream::checkPayload() {
   if (ciphers_.open) {
-    Status opened = ciphers_.open->open(header_bytes_.data(), payload_dest_, payload_final_, header_.length,
+    // Opened where it landed, and copied to its destination only once the tag holds: no byte an
+    // attacker chose ever reaches the destination, which other pairs may be writing too.
+    Status opened = ciphers_.open->open(header_bytes_.data(), payload_dest_, payload_dest_, header_.length,
                                         inbox_.data() + inbox_begin_, pair_.peerName());
     inbox_begin_ += wire::kFrameTagSize;
     if (!opened.isOk()) {
       failStream(opened.withContext(fmt::format("stream {}", index_)));
       return false;
     }
+    if (header_.length > 0) std::memcpy(payload_final_, payload_dest_, header_.length);
     return true;
   }
   if (header_.flags & wire::kFlagPayloadCrc) {

@@ -7,10 +7,10 @@
 //
 // With sealed frames (DeviceOptions::encrypt_frames) a frame's payload is encrypted into a buffer
 // of its own just before its first byte is written (wire::FrameCipher numbers frames in the order
-// they go), and incoming ciphertext lands in a buffer of the stream's and is opened into its
-// destination once its tag has arrived; only then does the pair act on the frame. (Not in place:
-// another stream's frame may write the same bytes of a region meanwhile, as overlapping writes
-// may, and the ciphertext must be what was sealed when it is opened.)
+// they go), and incoming ciphertext lands in a buffer of the stream's, is opened there once its
+// tag has arrived, and only then is copied to its destination and acted on. (Not in the
+// destination: another stream's frame may write the same bytes of a region meanwhile, as
+// overlapping writes may, and unauthenticated plaintext must never reach it.)
 #pragma once
 
 #include <sys/uio.h>
@@ -118,7 +118,7 @@ class Stream final : public EventHandler {
   wire::FrameHeader header_;
   wire::EncodedHeader header_bytes_{};  // as received: a sealed frame's associated data
   uint8_t* payload_dest_ = nullptr;     // where the payload is read to
-  uint8_t* payload_final_ = nullptr;    // sealed frames: where it is opened to
+  uint8_t* payload_final_ = nullptr;    // sealed frames: where it goes once opened
   std::vector<uint8_t> sealed_inbox_;   // sealed frames: the ciphertext, as large as the largest
   uint64_t payload_done_ = 0;
 };
