@@ -68,7 +68,8 @@ std::vector<float> readParams(const std::string& path) {
 }
 
 bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  // Empty vectors have no data pointer, which memcmp must not be given.
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 void setOption(std::vector<std::string>& argv, const std::string& option, const std::string& value) {
