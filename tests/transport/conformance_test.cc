@@ -411,6 +411,8 @@ TEST_P(Conformance, ClosingOnePeerFailsItsRequestsOnlyWithTheirPeerNamed) {
   auto r = m[0].pair(2).recv(0, *in.region, 0, 1000);
   auto s = m[2].pair(0).send(0, *out2.region, 0, 1000);
   ASSERT_TRUE(r->wait(Deadline::after(kTimeout)).isOk()) << r->status().toString();
+  // The send's memory must outlive its request (TSan cannot see that the bytes arrived).
+  ASSERT_TRUE(s->wait(Deadline::after(kTimeout)).isOk()) << s->status().toString();
   EXPECT_EQ(firstMismatch(in.bytes.data(), 1000, 6), -1);
 }
 

@@ -166,6 +166,7 @@ TEST_P(BadPeer, ClosesOnlyThatConnectionWithAReason) {
   auto r = m.mesh[0].pair(1).recv(0, *in.region, 0, 1000);
   auto s = m.mesh[1].pair(0).send(0, *out.region, 0, 1000);
   ASSERT_TRUE(r->wait(Deadline::after(std::chrono::seconds(10))).isOk()) << r->status().toString();
+  ASSERT_TRUE(s->wait(Deadline::after(std::chrono::seconds(10))).isOk()) << s->status().toString();
   EXPECT_EQ(poseidon::testing::firstMismatch(in.bytes.data(), 1000, 3), -1);
 }
 
@@ -253,6 +254,7 @@ TEST(Handshake, GarbageInsteadOfHelloIsDroppedAndTheDeviceGoesOn) {
   auto r = (*m)[0].pair(1).recv(0, *in.region, 0, 100);
   auto s = (*m)[1].pair(0).send(0, *out.region, 0, 100);
   EXPECT_TRUE(r->wait(Deadline::after(std::chrono::seconds(5))).isOk());
+  EXPECT_TRUE(s->wait(Deadline::after(std::chrono::seconds(5))).isOk());
 }
 
 }  // namespace

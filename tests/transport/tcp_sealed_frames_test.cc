@@ -286,6 +286,7 @@ TEST_P(SealedFrameAttack, FailsThePairWithAReasonAndIsNotActedOn) {
   auto r = peer.m.mesh[0].pair(1).recv(0, *in.region, 0, 1000);
   auto s = peer.m.mesh[1].pair(0).send(0, *out.region, 0, 1000);
   ASSERT_TRUE(r->wait(Deadline::after(kWait)).isOk()) << r->status().toString();
+  ASSERT_TRUE(s->wait(Deadline::after(kWait)).isOk()) << s->status().toString();
   EXPECT_EQ(poseidon::testing::firstMismatch(in.bytes.data(), 1000, 3), -1);
 }
 
