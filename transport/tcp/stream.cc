@@ -25,6 +25,8 @@ constexpr uint64_t kBudgetWakeBytes = 16u << 10;
 // Sealed frames: one flush encrypts frames only until its batch holds this much, so a long queue
 // is not copied all at once (memory) and the first bytes go out early.
 constexpr uint64_t kSealAheadBytes = 2u << 20;
+// Sealed-frame buffers a stream keeps for reuse: enough for a batch of stripes in flight.
+constexpr size_t kSpareSealed = 8;
 
 // Cuts iov[0, count) to its first `limit` bytes; returns the new count.
 int truncateIov(iovec* iov, int count, uint64_t limit) {
@@ -61,9 +63,31 @@ void Stream::enqueueControlLocked(OutFrame frame) {
   out_.insert(position, std::move(frame));
 }
 
+void Stream::retireFrontLocked() {
+  OutFrame& frame = out_.front();
+  // Only buffers of the current size go back (a larger frame since made the old ones too small).
+  if (frame.sealed && frame.sealed_bytes == spare_bytes_ && spare_sealed_.size() < kSpareSealed) {
+    spare_sealed_.push_back(std::move(frame.sealed));
+  }
+  out_.pop_front();
+}
+
 Status Stream::sealLocked(OutFrame& frame) {
   const size_t length = frame.size - wire::kFrameHeaderSize - wire::kFrameTagSize;
-  frame.sealed = std::make_unique_for_overwrite<uint8_t[]>(length + wire::kFrameTagSize);
+  // Sealed copies come from the stream's spares (every one as large as the largest frame yet),
+  // not a fresh allocation per frame: the send path stays free of allocation once warm.
+  const size_t need = length + wire::kFrameTagSize;
+  if (need > spare_bytes_) {
+    spare_sealed_.clear();
+    spare_bytes_ = need;
+  }
+  if (spare_sealed_.empty()) {
+    frame.sealed = std::make_unique_for_overwrite<uint8_t[]>(spare_bytes_);
+  } else {
+    frame.sealed = std::move(spare_sealed_.back());
+    spare_sealed_.pop_back();
+  }
+  frame.sealed_bytes = spare_bytes_;
   POSEIDON_RETURN_IF_ERROR(ciphers_.seal->seal(frame.header.data(),
                                                std::span<const iovec>(frame.payload.data(), frame.payload.size()),
                                                frame.sealed.get(), frame.sealed.get() + length));
@@ -152,14 +176,14 @@ void Stream::flushLocked(Completions& done) {
       written -= take;
       if (frame.sent == frame.size) {
         if (frame.op && --frame.op->frames_left == 0) pair_.opWrittenLocked(*frame.op, done);
-        out_.pop_front();
+        retireFrontLocked();
       }
     }
     // Zero-payload frames at the front may now be complete without further bytes.
     while (!out_.empty() && out_.front().size == out_.front().sent) {
       OutFrame& frame = out_.front();
       if (frame.op && --frame.op->frames_left == 0) pair_.opWrittenLocked(*frame.op, done);
-      out_.pop_front();
+      retireFrontLocked();
     }
   }
   if (want_write_) {

@@ -50,6 +50,7 @@ struct OutFrame {
   // Sealed frames: the ciphertext and tag that go instead of `payload` (the sender's memory)
   // once sealed. A sealed frame has its place in the stream's order.
   std::unique_ptr<uint8_t[]> sealed;
+  size_t sealed_bytes = 0;  // its allocation, which may exceed what this frame uses
 };
 
 // A stream's frame ciphers; both null when frames are not sealed.
@@ -94,6 +95,8 @@ class Stream final : public EventHandler {
   bool checkPayload();
   // Pair lock held: encrypts a not yet started frame's payload into its own buffer.
   Status sealLocked(OutFrame& frame);
+  // Pair lock held: drops the fully written front frame, keeping its sealed buffer for reuse.
+  void retireFrontLocked();
   // Reads into the inbox; false when nothing more can be read now (or the stream failed).
   // `drained`: the read was short, so the socket has nothing more for now.
   bool fillInbox(size_t want, size_t& budget, bool& drained);
@@ -108,6 +111,8 @@ class Stream final : public EventHandler {
   bool broken_ = false;
   RingQueue<OutFrame> out_;
   StreamCiphers ciphers_;
+  std::vector<std::unique_ptr<uint8_t[]>> spare_sealed_;  // sealed buffers of spare_bytes_ each
+  size_t spare_bytes_ = 0;
 
   // Under the dispatch gate only.
   ReadState read_state_ = ReadState::kHeader;
