@@ -127,7 +127,9 @@ TEST(PackRoundTrip, F32AtScaleOneIsExact) {
   for (size_t k = 0; k < g.tensors.size(); ++k) {
     const size_t bytes = before[k].size() * sizeof(float);
     // An empty tensor has no data pointer, which memcmp must not be given (UBSan).
-    if (bytes > 0) ASSERT_EQ(std::memcmp(before[k].data(), g.tensors[k].data(), bytes), 0) << "tensor " << k;
+    if (bytes > 0) {
+      ASSERT_EQ(std::memcmp(before[k].data(), g.tensors[k].data(), bytes), 0) << "tensor " << k;
+    }
   }
 }
 
