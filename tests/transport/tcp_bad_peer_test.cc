@@ -3,6 +3,7 @@
 // pending requests must fail, and the pair between the two honest ranks must go on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "tests/support/mesh.h"
@@ -172,6 +173,36 @@ TEST_P(BadPeer, ClosesOnlyThatConnectionWithAReason) {
 
 INSTANTIATE_TEST_SUITE_P(Frames, BadPeer, ::testing::ValuesIn(badFrames()),
                          [](const auto& param_info) { return param_info.param.name; });
+
+// A write arriving while its region is destroyed (a collective that timed out, a job torn down):
+// once the region's destructor returns, none of its memory is touched any more, as after
+// ibv_dereg_mr, and the pair fails naming the region instead of writing into freed memory.
+TEST(BadPeer, AWriteWhoseRegionIsDeregisteredMidwayNeverTouchesItsMemoryAgain) {
+  constexpr size_t kBytes = 64 * 1024;
+  BadPeerMesh m = makeBadPeerMesh();
+  Buffer in = makeBuffer(m.mesh[0], kBytes);  // region key 1 on rank 0
+  Buffer watch = makeBuffer(m.mesh[0], 64);
+  auto pending = m.mesh[0].pair(2).recv(5, *watch.region, 0, 64);  // fails with the pair
+  uint8_t credit[wire::kFrameHeaderSize];
+  ASSERT_TRUE(recvAll(m.to_rank0.get(), credit, sizeof(credit), Deadline::after(std::chrono::seconds(5)), "r0").isOk());
+  wire::FrameHeader h;
+  h.type = wire::FrameType::kWrite;
+  h.tag = 1;
+  h.length = kBytes;
+  h.total = kBytes;
+  std::vector<uint8_t> bytes = frame(h, kBytes);
+  const size_t half = wire::kFrameHeaderSize + kBytes / 2;
+  sendRaw(m.to_rank0.get(), std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(half)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // most likely read by now; either way holds
+  in.region.reset();
+  std::fill(in.bytes.begin(), in.bytes.end(), uint8_t{0x11});
+  sendRaw(m.to_rank0.get(), std::vector<uint8_t>(bytes.begin() + static_cast<long>(half), bytes.end()));
+  Status st = pending->wait(Deadline::after(std::chrono::seconds(5)));
+  EXPECT_EQ(st.code(), StatusCode::kConnectionError) << st.toString();
+  EXPECT_NE(st.message().find("region key 1 was deregistered while rank 2"), std::string::npos) << st.toString();
+  EXPECT_EQ(std::count(in.bytes.begin(), in.bytes.end(), uint8_t{0x11}), static_cast<long>(kBytes))
+      << "bytes of the write landed after its region was deregistered";
+}
 
 TEST(Handshake, WrongVersionIsRefusedWithBothVersionsNamed) {
   DeviceOptions options;

@@ -29,7 +29,7 @@ class TcpContext final : public Context {
   Pair& pair(int peer) override;
 
   uint64_t id() const { return id_; }
-  MemoryRegion* findRegion(uint32_t key) const { return regions_->find(key); }
+  std::shared_ptr<RegionEntry> findRegion(uint32_t key) const { return regions_->find(key); }
 
   // Device acceptor: is this hello one we expect? Then take its socket.
   bool expectsInbound(int src_rank, int stream, int num_streams) const;

@@ -213,11 +213,11 @@ RequestPtr TcpPair::write(const MemoryRegion& local, uint64_t local_offset, cons
   });
 }
 
-Result<uint8_t*> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
+Result<PayloadDestination> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
   std::lock_guard<std::mutex> lock(mutex_);
   switch (h.type) {
     case wire::FrameType::kCredit:
-    case wire::FrameType::kSendError: return static_cast<uint8_t*>(nullptr);
+    case wire::FrameType::kSendError: return PayloadDestination{};
     case wire::FrameType::kData: {
       PostedRecv* found = rendezvous_.findPosted(h.tag, h.seq);
       if (found == nullptr) {
@@ -237,30 +237,37 @@ Result<uint8_t*> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
       }
       posted.started = true;
       posted.total = h.total;
-      return posted.region->wire() + posted.offset + h.offset;
+      return PayloadDestination{posted.region->wire() + posted.offset + h.offset, nullptr};
     }
     case wire::FrameType::kWrite: {
-      MemoryRegion* region = context_.findRegion(h.tag);
-      if (region == nullptr) {
+      PayloadDestination dest{nullptr, context_.findRegion(h.tag)};
+      uint64_t region_bytes = 0;
+      bool fits = false;
+      const bool registered = dest.region != nullptr && dest.region->use([&](const MemoryRegion& region) {
+        region_bytes = region.size();
+        fits = region.contains(h.offset, h.length);
+        if (fits) dest.bytes = region.wire() + h.offset;
+      });
+      if (!registered) {
         return makeStatus(StatusCode::kProtocolError, "{} wrote into region key {}, which is not registered here",
                           peerName(), h.tag);
       }
-      if (!region->contains(h.offset, h.length)) {
+      if (!fits) {
         return makeStatus(StatusCode::kProtocolError,
                           "{} wrote {} bytes at offset {} of region key {}, outside its {} bytes", peerName(), h.length,
-                          h.offset, h.tag, region->size());
+                          h.offset, h.tag, region_bytes);
       }
       if (h.seq < next_notify_seq_ || h.seq >= next_notify_seq_ + kMaxWritesInFlight) {
         return makeStatus(StatusCode::kProtocolError, "{} sent write number {}, expected one in [{}, {})", peerName(),
                           h.seq, next_notify_seq_, next_notify_seq_ + kMaxWritesInFlight);
       }
-      return region->wire() + h.offset;
+      return dest;
     }
   }
   return makeStatus(StatusCode::kInternal, "unhandled frame type {}", static_cast<int>(h.type));
 }
 
-Status TcpPair::onFrameComplete(const wire::FrameHeader& h, int stream) {
+Status TcpPair::onFrameComplete(const wire::FrameHeader& h, int stream, RegionEntry* region) {
   Completions done;
   Status result;
   {
@@ -301,14 +308,21 @@ Status TcpPair::onFrameComplete(const wire::FrameHeader& h, int stream) {
         break;
       }
       case wire::FrameType::kWrite: {
-        // As for kData: on the device before the immediate is delivered.
-        if (const MemoryRegion* region = context_.findRegion(h.tag)) {
-          result = region->stageIn(h.offset, h.length);
-          if (!result.isOk()) {
-            result =
-                result.withContext(fmt::format("landing write {} into region key {} in device memory", h.seq, h.tag));
-            break;
-          }
+        // As for kData: on the device before the immediate is delivered. The region may have been
+        // deregistered since the payload landed: then the write cannot be delivered.
+        const bool registered =
+            region != nullptr && region->use([&](const MemoryRegion& r) { result = r.stageIn(h.offset, h.length); });
+        if (!registered) {
+          result = makeStatus(StatusCode::kConnectionError,
+                              "region key {} was deregistered while {}'s write {} into it arrived: the write cannot "
+                              "be delivered, so the pair fails",
+                              h.tag, peerName(), h.seq);
+          break;
+        }
+        if (!result.isOk()) {
+          result =
+              result.withContext(fmt::format("landing write {} into region key {} in device memory", h.seq, h.tag));
+          break;
         }
         // onFrameHeader checked seq is within [next_notify_seq_, +kMaxWritesInFlight).
         const size_t index = static_cast<size_t>(h.seq - next_notify_seq_);

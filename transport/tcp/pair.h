@@ -49,8 +49,9 @@ class TcpPair final : public PairBase {
   void opWrittenLocked(const SendOp& op, Completions& done) { sentLocked(done, op.request, op.bytes); }
 
   // Under the dispatch gate, from a stream.
-  Result<uint8_t*> onFrameHeader(const wire::FrameHeader& header);
-  Status onFrameComplete(const wire::FrameHeader& header, int stream);
+  Result<PayloadDestination> onFrameHeader(const wire::FrameHeader& header);
+  // `region`: a write's, from onFrameHeader.
+  Status onFrameComplete(const wire::FrameHeader& header, int stream, RegionEntry* region);
   // Fails every pending request with `cause` and closes the streams. Under the dispatch gate, or after
   // the streams were removed from the engine.
   void fail(Status cause);

@@ -206,6 +206,20 @@ void Stream::onEvents(uint32_t events) {
 
 void Stream::failStream(Status status) { pair_.fail(std::move(status)); }
 
+template <typename Fn>
+bool Stream::atFinalPlace(Fn&& fn) {
+  if (payload_region_ == nullptr) {
+    fn();
+    return true;
+  }
+  if (payload_region_->use([&](const MemoryRegion&) { fn(); })) return true;
+  failStream(makeStatus(StatusCode::kConnectionError,
+                        "region key {} was deregistered while {}'s write {} into it arrived (stream {}): the write "
+                        "cannot land, so the pair fails, as a queue pair does when a write finds no memory region",
+                        header_.tag, pair_.peerName(), header_.seq, index_));
+  return false;
+}
+
 bool Stream::fillInbox(size_t want, size_t& budget, bool& drained) {
   if (budget == 0) return false;
   if (inbox_begin_ > 0) {
@@ -260,7 +274,8 @@ void Stream::onReadable() {
     if (!checkPayload()) return;
     last_payload_large_ = header_.length >= kLargePayload;
     read_state_ = ReadState::kHeader;
-    Status st = pair_.onFrameComplete(header_, index_);
+    Status st = pair_.onFrameComplete(header_, index_, payload_region_.get());
+    payload_region_.reset();
     if (!st.isOk()) {
       failStream(st);
       return;
@@ -298,9 +313,10 @@ Stream::ReadStep Stream::readHeader(size_t& budget, bool& drained) {
     failStream(dest.status());
     return ReadStep::kStop;
   }
-  payload_dest_ = *dest;
+  payload_final_ = dest->bytes;
+  payload_region_ = std::move(dest->region);
+  payload_dest_ = payload_final_;
   if (ciphers_.open) {
-    payload_final_ = *dest;
     if (sealed_inbox_.size() < header_.length) sealed_inbox_.resize(header_.length);
     payload_dest_ = sealed_inbox_.data();
   }
@@ -322,15 +338,21 @@ Stream::ReadStep Stream::readPayload(size_t& budget, bool& drained) {
   // First what the inbox already holds, then straight from the socket.
   const uint64_t left = header_.length - payload_done_;
   const size_t from_inbox = std::min<uint64_t>(left, inbox_end_ - inbox_begin_);
+  // Sealed frames land in the stream's own buffer; others in their final place.
+  const bool in_final_place = payload_dest_ == payload_final_;
+  const auto land = [&](auto&& fn) { return in_final_place ? atFinalPlace(fn) : (fn(), true); };
   if (from_inbox > 0) {
-    std::memcpy(payload_dest_ + payload_done_, inbox_.data() + inbox_begin_, from_inbox);
+    const bool landed =
+        land([&] { std::memcpy(payload_dest_ + payload_done_, inbox_.data() + inbox_begin_, from_inbox); });
+    if (!landed) return ReadStep::kStop;
     inbox_begin_ += from_inbox;
     payload_done_ += from_inbox;
   }
   if (payload_done_ == header_.length) return ReadStep::kDone;
   if (drained || budget == 0) return ReadStep::kStop;
   const size_t want = std::min<uint64_t>(header_.length - payload_done_, budget);
-  const ssize_t n = ::recv(fd_.get(), payload_dest_ + payload_done_, want, MSG_DONTWAIT);
+  ssize_t n = -1;
+  if (!land([&] { n = ::recv(fd_.get(), payload_dest_ + payload_done_, want, MSG_DONTWAIT); })) return ReadStep::kStop;
   if (n > 0) {
     payload_done_ += static_cast<uint64_t>(n);
     budget -= std::min(budget, static_cast<size_t>(n));
@@ -359,11 +381,12 @@ bool Stream::checkPayload() {
       failStream(opened.withContext(fmt::format("stream {}", index_)));
       return false;
     }
-    if (header_.length > 0) std::memcpy(payload_final_, payload_dest_, header_.length);
-    return true;
+    if (header_.length == 0) return true;
+    return atFinalPlace([&] { std::memcpy(payload_final_, payload_dest_, header_.length); });
   }
   if (header_.flags & wire::kFlagPayloadCrc) {
-    const uint32_t crc = wire::crc32c(payload_dest_, header_.length);
+    uint32_t crc = 0;
+    if (!atFinalPlace([&] { crc = wire::crc32c(payload_dest_, header_.length); })) return false;
     if (crc != header_.payload_crc) {
       failStream(makeStatus(StatusCode::kProtocolError,
                             "payload CRC 0x{:08x} of a {}-byte {} frame from {} does not match computed 0x{:08x}",

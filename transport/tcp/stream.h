@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "transport/common/completion.h"
+#include "transport/common/region_registry.h"
 #include "transport/common/ring_queue.h"
 #include "transport/common/socket.h"
 #include "transport/request.h"
@@ -59,6 +60,13 @@ struct StreamCiphers {
   std::unique_ptr<wire::FrameCipher> open;
 };
 
+// Where a frame's payload goes. A one-sided write's region may be destroyed while the payload
+// arrives, so for writes `region` is set and the bytes are touched only inside region->use().
+struct PayloadDestination {
+  uint8_t* bytes = nullptr;
+  std::shared_ptr<RegionEntry> region;
+};
+
 class Stream final : public EventHandler {
  public:
   Stream(TcpPair& pair, int index, Fd fd, std::string peer_address, const wire::DecodeLimits& limits,
@@ -93,6 +101,10 @@ class Stream final : public EventHandler {
   ReadStep readTag(size_t& budget, bool& drained);      // sealed frames: into the inbox
   // Checks the payload's CRC or opens its seal; false if the stream failed.
   bool checkPayload();
+  // Runs fn, which touches the payload's final place; for a write, inside its region's use().
+  // False, with the stream failed, when the region was deregistered while the write arrived.
+  template <typename Fn>
+  bool atFinalPlace(Fn&& fn);
   // Pair lock held: encrypts a not yet started frame's payload into its own buffer.
   Status sealLocked(OutFrame& frame);
   // Pair lock held: drops the fully written front frame, keeping its sealed buffer for reuse.
@@ -121,10 +133,11 @@ class Stream final : public EventHandler {
   size_t inbox_end_ = 0;
   bool last_payload_large_ = false;
   wire::FrameHeader header_;
-  wire::EncodedHeader header_bytes_{};  // as received: a sealed frame's associated data
-  uint8_t* payload_dest_ = nullptr;     // where the payload is read to
-  uint8_t* payload_final_ = nullptr;    // sealed frames: where it goes once opened
-  std::vector<uint8_t> sealed_inbox_;   // sealed frames: the ciphertext, as large as the largest
+  wire::EncodedHeader header_bytes_{};           // as received: a sealed frame's associated data
+  uint8_t* payload_dest_ = nullptr;              // where the payload is read to
+  std::shared_ptr<RegionEntry> payload_region_;  // a write's region: payload_final_ is in it
+  uint8_t* payload_final_ = nullptr;             // sealed frames: where it goes once opened
+  std::vector<uint8_t> sealed_inbox_;            // sealed frames: the ciphertext, as large as the largest
   uint64_t payload_done_ = 0;
 };
 

@@ -516,20 +516,29 @@ Status VerbsPair::onControlLocked(const ControlMessage& m, Completions& done) {
 }
 
 Status VerbsPair::onStagedWriteLocked(const ControlMessage& m) {
-  const MemoryRegion* region = device_.stagedRegions()->find(m.rkey);
-  if (region == nullptr) {
+  // Inside use(): the region may be deregistering meanwhile (then the notice names no region).
+  Status landed;
+  bool fits = false;
+  uint64_t base = 0;
+  uint64_t region_bytes = 0;
+  const auto entry = device_.stagedRegions()->find(m.rkey);
+  const bool registered = entry != nullptr && entry->use([&](const MemoryRegion& region) {
+    base = reinterpret_cast<uint64_t>(region.wire());
+    region_bytes = region.size();
+    fits = m.address >= base && region.contains(m.address - base, m.total);
+    if (fits) landed = region.stageIn(m.address - base, m.total);
+  });
+  if (!registered) {
     return makeStatus(StatusCode::kProtocolError,
                       "{} sent a staged-write notice for rkey 0x{:x}, which is no staged region here", peerName(),
                       m.rkey);
   }
-  const auto base = reinterpret_cast<uint64_t>(region->wire());
-  if (m.address < base || !region->contains(m.address - base, m.total)) {
+  if (!fits) {
     return makeStatus(StatusCode::kProtocolError,
                       "{} sent a staged-write notice for {} bytes at 0x{:x} under rkey 0x{:x}, outside that region "
                       "[0x{:x}, +{})",
-                      peerName(), m.total, m.address, m.rkey, base, region->size());
+                      peerName(), m.total, m.address, m.rkey, base, region_bytes);
   }
-  Status landed = region->stageIn(m.address - base, m.total);
   if (landed.isOk()) return landed;
   return landed.withContext(fmt::format("landing a write of {} bytes from {} in device memory", m.total, peerName()));
 }
