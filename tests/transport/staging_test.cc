@@ -87,6 +87,7 @@ TEST_P(Staging, ARefusedDmabufFallsBackToStaging) {
   auto r = mesh_[1].pair(0).recv(3, *in.region, 0, 10000);
   auto s = mesh_[0].pair(1).send(3, *device.region, 0, 10000);
   ASSERT_TRUE(r->wait(Deadline::after(kTimeout)).isOk()) << r->status().toString();
+  ASSERT_TRUE(s->wait(Deadline::after(kTimeout)).isOk()) << s->status().toString();
   const auto got = poseidon::testing::readBack(*fake_, in);
   EXPECT_EQ(poseidon::testing::firstMismatch(got.data(), got.size(), 1), -1);
 }
@@ -154,6 +155,9 @@ TEST_P(Staging, AFailedCopyInFailsTheReceiveNamingTheCause) {
   // The message cannot reach the device whole: the pair is down and says why.
   EXPECT_FALSE(mesh_[1].pair(0).status().isOk());
   fake_->failCopies(std::nullopt);
+  // `out` must outlive its send, whichever way the send ends (ASan saw the engine's sendmsg still
+  // reading it after the receiver had failed and this test had returned).
+  (void)s->wait(Deadline::after(kTimeout));
 }
 
 #ifdef POSEIDON_HAVE_VERBS
