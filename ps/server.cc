@@ -555,10 +555,10 @@ void ServerImpl::onWorkerLeaving(int worker, uint32_t lost) {
   // The cause, not the messenger: servers do not talk to each other, so a dead server is known
   // here only through the workers that lost it.
   const int rank = job_.serverRank(static_cast<int>(lost));
-  failWorker(worker, makeStatus(StatusCode::kConnectionError,
-                                "server {}: server {} (rank {}) is gone, reported by worker {} (rank {}), which left "
-                                "because its connection to it failed",
-                                server_, lost, rank, worker, job_.workerRank(worker)));
+  failWorker(worker,
+             makeStatus(StatusCode::kConnectionError,
+                        "server {}: the job failed at server {} (rank {}): worker {} (rank {}) lost it and left",
+                        server_, lost, rank, worker, job_.workerRank(worker)));
 }
 
 void ServerImpl::failWorker(int worker, const Status& status) {
