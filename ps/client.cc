@@ -28,6 +28,7 @@ constexpr auto kStopPoll = std::chrono::milliseconds(200);
 // How long a timed-out wait asks the servers it waits on whether they are alive. A live server
 // answers within a round trip even while it waits for a straggler.
 constexpr auto kPingWait = std::chrono::milliseconds(1000);
+constexpr auto kLeavingNoticeWait = std::chrono::milliseconds(500);
 constexpr uint32_t kNoPong = UINT32_MAX;  // no pong yet (pong values are 15 bits)
 
 // One push() or pull(): completes when every chunk it needs is done.
@@ -132,6 +133,8 @@ class ClientImpl final : public Client {
 
  private:
   void serverLoop(int server);
+  // The connection to server `lost` failed: the other servers get a kBye naming it, so they name it too.
+  void tellOtherServersWhyWeLeave(int lost);
   Status handle(int server, const Imm& imm);
   void sendPushLocked(uint32_t chunk);
   void queuePushLocked(uint32_t chunk);
@@ -476,11 +479,27 @@ void ClientImpl::serverLoop(int server) {
       if (status.isOk()) continue;
     }
     if (stopping_.load()) return;
-    std::lock_guard lock(mutex_);
-    failAllLocked(
-        makeStatus(status.code(), "server {} (rank {}): {}", server, job_.serverRank(server), status.message()));
+    {
+      std::lock_guard lock(mutex_);
+      failAllLocked(
+          makeStatus(status.code(), "server {} (rank {}): {}", server, job_.serverRank(server), status.message()));
+    }
+    tellOtherServersWhyWeLeave(server);
     return;
   }
+}
+
+void ClientImpl::tellOtherServersWhyWeLeave(int lost) {
+  std::vector<RequestPtr> notices;
+  for (int server = 0; server < job_.servers; ++server) {
+    if (server == lost) continue;
+    notices.push_back(context_.pair(job_.serverRank(server))
+                          .write(*params_region_, 0, servers_[static_cast<size_t>(server)].params, 0, 0,
+                                 encodeImm(static_cast<uint8_t>(ToServer::kBye), 0, static_cast<uint64_t>(lost) + 1)));
+  }
+  // Out before this worker's connections close, as far as the servers can take them; a notice that
+  // cannot go (that server is gone too) changes nothing.
+  (void)transport::waitAll(notices, Deadline::after(kLeavingNoticeWait));
 }
 
 Status ClientImpl::handle(int server, const Imm& imm) {

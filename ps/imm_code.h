@@ -27,9 +27,12 @@ enum class ToServer : uint8_t {
   kPull = 1,        // send `chunk` once its version >= value (widened)
   kInit = 2,        // worker 0 wrote the initial parameters of `chunk`
   kCheckpoint = 3,  // checkpoint at clock value (widened)
-  kBye = 4,         // this worker is done; its connection may close
-  kAnnounce = 5,    // this worker reorders its pushes (PushSchedule::priority): send it kAwaited
-  kPing = 6,        // answer kPong with this value: is the server alive (a worker's wait timed out)
+  // Value 0: this worker is done; its connection may close. Value s + 1: it leaves because its
+  // connection to server s failed (the job failed there): the server that gets this names server s
+  // rather than this worker (servers know of each other only through the workers).
+  kBye = 4,
+  kAnnounce = 5,  // this worker reorders its pushes (PushSchedule::priority): send it kAwaited
+  kPing = 6,      // answer kPong with this value: is the server alive (a worker's wait timed out)
 };
 
 // Server -> worker.

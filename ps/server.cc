@@ -130,6 +130,10 @@ class ServerImpl final : public Server {
   std::string waitingPullsText() const;
   void announceLocked(uint32_t index, const ChunkState& chunk, int worker);
   void onWorkerGone(int worker, const Status& why);
+  // Worker `worker` said goodbye because it lost server `lost` (kBye with a value).
+  void onWorkerLeaving(int worker, uint32_t lost);
+  // The worker is out: async goes on without it, BSP and SSP fail with `status`.
+  void failWorker(int worker, const Status& status);
   void finishWorker(int worker, WorkerState state);
 
   void applyLocked(uint32_t index, ChunkState& chunk, std::span<const float* const> gradients);
@@ -281,7 +285,11 @@ void ServerImpl::workerLoop(int worker) {
     }
     const Imm imm = decodeImm(next->imm());
     if (imm.type == static_cast<uint8_t>(ToServer::kBye)) {
-      finishWorker(worker, WorkerState::kDone);
+      if (imm.value == 0) {
+        finishWorker(worker, WorkerState::kDone);
+      } else {
+        onWorkerLeaving(worker, imm.value - 1);
+      }
       return;
     }
     next = pair.recvImm();  // posted before the work so the backend can queue the next one
@@ -306,7 +314,7 @@ Status ServerImpl::handle(int worker, const Imm& imm) {
     case ToServer::kCheckpoint: onCheckpointRequest(worker, imm.value); return Status::ok();
     case ToServer::kAnnounce: onAnnounce(worker); return Status::ok();
     case ToServer::kPing: onPing(worker, imm.value); return Status::ok();
-    case ToServer::kBye: break;
+    case ToServer::kBye: break;  // handled by workerLoop
   }
   return makeStatus(StatusCode::kProtocolError, "worker {} sent immediate type {} (expected 0..6)", worker, imm.type);
 }
@@ -532,8 +540,28 @@ void ServerImpl::onWorkerGone(int worker, const Status& why) {
   if (stopping_.load()) return;
   // What this server was waiting for when the worker went says more than the worker's leaving:
   // a worker that gave up on a cut-off peer leaves first, and the pulls name that peer.
-  const Status status = makeStatus(StatusCode::kConnectionError, "server {}: worker {} (rank {}) is gone{}: {}",
-                                   server_, worker, job_.workerRank(worker), waitingPullsText(), why.toString());
+  failWorker(worker, makeStatus(StatusCode::kConnectionError, "server {}: worker {} (rank {}) is gone{}: {}", server_,
+                                worker, job_.workerRank(worker), waitingPullsText(), why.toString()));
+}
+
+void ServerImpl::onWorkerLeaving(int worker, uint32_t lost) {
+  if (stopping_.load()) return;
+  if (lost >= static_cast<uint32_t>(job_.servers) || lost == static_cast<uint32_t>(server_)) {
+    onWorkerGone(worker, makeStatus(StatusCode::kProtocolError,
+                                    "it said it leaves because of server {}, expected another of servers 0..{}", lost,
+                                    job_.servers - 1));
+    return;
+  }
+  // The cause, not the messenger: servers do not talk to each other, so a dead server is known
+  // here only through the workers that lost it.
+  const int rank = job_.serverRank(static_cast<int>(lost));
+  failWorker(worker,
+             makeStatus(StatusCode::kConnectionError,
+                        "server {}: the job failed at server {} (rank {}): worker {} (rank {}) lost it and left",
+                        server_, lost, rank, worker, job_.workerRank(worker)));
+}
+
+void ServerImpl::failWorker(int worker, const Status& status) {
   finishWorker(worker, WorkerState::kFailed);
   if (options_.consistency.mode == Consistency::Mode::kAsync) {
     spdlog::warn("{}; async training goes on without it", status.toString());

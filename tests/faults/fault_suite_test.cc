@@ -88,11 +88,11 @@ void expectAllSucceed(Ranks& ranks, const std::string& dir, const std::string& t
 }
 
 // Kills `victim` once server 0's checkpoint of clock 20 is complete; every other rank must then
-// fail within kDeathNoticed, and every worker's log name `named` (a server may name the first
-// worker that left because of it: it sees that worker's connection close first). Returns the
-// seconds until the last one failed.
+// fail within kDeathNoticed, and every worker's log name `named`; with `servers_too`, every
+// server's log as well (a dead server is known to the others only through the workers that lost
+// it, which say so as they leave). Returns the seconds until the last one failed.
 double killAndExpectOthersToName(Ranks& ranks, const JobSpec& job, const std::string& dir, int victim,
-                                 const std::string& named) {
+                                 const std::string& named, bool servers_too = false) {
   const std::string checkpoint = ps::checkpointPath(job.checkpoint_dir, 0, 20);
   EXPECT_TRUE(waitForFile(checkpoint, 60s)) << "no checkpoint " << checkpoint << "\n" << log(dir, "first", kWorkers);
   const auto killed = Clock::now();
@@ -106,7 +106,7 @@ double killAndExpectOthersToName(Ranks& ranks, const JobSpec& job, const std::st
     last = std::max(last, secondsSince(killed));
     EXPECT_EQ(code, 1) << "rank " << r << " did not fail within " << kDeathNoticed.count() << " s\n"
                        << log(dir, "first", r);
-    if (r < kWorkers) {
+    if (r < kWorkers || servers_too) {
       EXPECT_NE(log(dir, "first", r).find(named), std::string::npos) << "rank " << r << "\n" << log(dir, "first", r);
     }
   }
@@ -145,8 +145,8 @@ TEST_F(Faults, AServerKilledIsNamedAndTheJobResumesBitIdentical) {
   JobSpec job = jobOn(*hosts, dir.path());
   Ranks ranks = launchJob(PS_PEER_BINARY, job, dir.path(), "first");
   const int server1 = kWorkers + 1;
-  const double noticed =
-      killAndExpectOthersToName(ranks, job, dir.path(), server1, "server 1 (rank " + std::to_string(server1) + ")");
+  const double noticed = killAndExpectOthersToName(ranks, job, dir.path(), server1,
+                                                   "server 1 (rank " + std::to_string(server1) + ")", true);
   std::cout << "FAULT kill -9 server: every other rank failed naming it within " << noticed << " s\n";
   resumeEndsBitIdentical(job, dir.path());
 }

@@ -99,6 +99,10 @@ INSTANTIATE_TEST_SUITE_P(
                                {imm(ps::ToServer::kPush, 1), imm(ps::ToServer::kPush, 1), imm(ps::ToServer::kPush, 1)},
                                "before the previous one was acknowledged",
                                true},
+                      // A goodbye blaming a server this job does not have.
+                      Scenario{"bye_blaming_no_server",
+                               {imm(ps::ToServer::kBye, 0, 6)},
+                               "it said it leaves because of server 5, expected another of servers 0..0"},
                       // A version it never pushed for: it would wait forever.
                       Scenario{"pull_beyond_its_pushes",
                                {imm(ps::ToServer::kPull, 2, 5)},
