@@ -110,22 +110,15 @@ Result<double> testAccuracy(reference::Network& net, const data::ImageSet& test)
   return static_cast<double>(correct) / static_cast<double>(seen);
 }
 
-Status train(trainer::Session& session, const Flags& flags) {
-  auto train_set = data::loadFashionMnist(data::Split::kTrain);
-  if (!train_set) return train_set.status();
-  // Each worker reads its own disjoint part of every epoch's shuffle ([Poseidon ATC'17]).
-  const data::ShardConfig shard{/*seed=*/7, flags.workers, static_cast<uint32_t>(session.rank()), flags.batch};
-  auto sharder = data::EpochSharder::create(static_cast<uint32_t>(train_set->size()), shard);
-  if (!sharder) return sharder.status();
-  // Any seed will do: start() copies worker 0's parameters into every worker's.
-  auto net = reference::buildFashionCnn(flags.batch, /*seed=*/1 + static_cast<uint32_t>(session.rank()));
-  if (!net) return net.status();
-  POSEIDON_RETURN_IF_ERROR(registerLayers(session, *net));
+// Registers the network, trains it and, on worker 0, tests it.
+Status trainNetwork(trainer::Session& session, const Flags& flags, reference::Network& net,
+                    const data::ImageSet& train_set, data::EpochSharder& sharder) {
+  POSEIDON_RETURN_IF_ERROR(registerLayers(session, net));
   // Sets up the schemes HybComm picked per layer; fails on every worker if they registered
   // different layers, before any training.
   POSEIDON_RETURN_IF_ERROR(session.start());
   // Wait-free backpropagation ([Poseidon 2015] Algorithm 2) through the network's two hooks.
-  net->setHooks({
+  net.setHooks({
       // Before layer l's forward: waits for that layer's last sync alone, so the syncs of the
       // layers above still run while the layers below compute.
       .before_forward = [&session](size_t l) { return session.waitForParameters(l); },
@@ -133,16 +126,16 @@ Status train(trainer::Session& session, const Flags& flags) {
       // goes on with layers l-1..0.
       .gradient_ready = [&session](size_t l) { return session.gradientReady(l); },
   });
-  Batch batch(flags.batch, train_set->pixelsPerImage());
+  Batch batch(flags.batch, train_set.pixelsPerImage());
   data::Position position;
   const auto begin = std::chrono::steady_clock::now();
-  for (uint64_t step = 1; step <= flags.steps; ++step, position = sharder->next(position)) {
-    auto indices = sharder->batch(position);
+  for (uint64_t step = 1; step <= flags.steps; ++step, position = sharder.next(position)) {
+    auto indices = sharder.batch(position);
     if (!indices) return indices.status();
-    POSEIDON_RETURN_IF_ERROR(batch.read(*train_set, *indices));
-    auto loss = net->forward(batch.images, batch.labels);  // calls before_forward(l) per layer
+    POSEIDON_RETURN_IF_ERROR(batch.read(train_set, *indices));
+    auto loss = net.forward(batch.images, batch.labels);  // calls before_forward(l) per layer
     if (!loss) return loss.status();
-    POSEIDON_RETURN_IF_ERROR(net->backward());  // calls gradient_ready(l), top layer first
+    POSEIDON_RETURN_IF_ERROR(net.backward());  // calls gradient_ready(l), top layer first
     // Every layer has reported: the library closes the iteration (BSP: the next one's syncs
     // need every worker's gradients).
     POSEIDON_RETURN_IF_ERROR(session.endIteration());
@@ -157,14 +150,32 @@ Status train(trainer::Session& session, const Flags& flags) {
   // network's memory are then the final ones, identical on every worker.
   POSEIDON_RETURN_IF_ERROR(session.finish());
   if (session.rank() != 0) return Status::ok();
-  net->setHooks({});  // the session is over: evaluation runs on the final parameters alone
+  net.setHooks({});  // the session is over: evaluation runs on the final parameters alone
   auto test_set = data::loadFashionMnist(data::Split::kTest);
   if (!test_set) return test_set.status();
-  auto accuracy = testAccuracy(*net, *test_set);
+  auto accuracy = testAccuracy(net, *test_set);
   if (!accuracy) return accuracy.status();
   fmt::print("test accuracy {:.4f} after {} steps of {} workers x batch {}\n", *accuracy, flags.steps, flags.workers,
              flags.batch);
   return Status::ok();
+}
+
+Status train(trainer::Session& session, const Flags& flags) {
+  auto train_set = data::loadFashionMnist(data::Split::kTrain);
+  if (!train_set) return train_set.status();
+  // Each worker reads its own disjoint part of every epoch's shuffle ([Poseidon ATC'17]).
+  const data::ShardConfig shard{/*seed=*/7, flags.workers, static_cast<uint32_t>(session.rank()), flags.batch};
+  auto sharder = data::EpochSharder::create(static_cast<uint32_t>(train_set->size()), shard);
+  if (!sharder) return sharder.status();
+  // Any seed will do: start() copies worker 0's parameters into every worker's.
+  auto net = reference::buildFashionCnn(flags.batch, /*seed=*/1 + static_cast<uint32_t>(session.rank()));
+  if (!net) return net.status();
+  // Once registered, the network's buffers are the session's: a sync may still be writing into
+  // them after a failure, until finish() stops it. So a failure finishes the session before the
+  // network goes.
+  const Status status = trainNetwork(session, flags, *net, *train_set, *sharder);
+  if (!status.isOk()) (void)session.finish();
+  return status;
 }
 
 Status run(const Flags& flags) {

@@ -117,6 +117,7 @@ void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t b
       if (take > 0) {
         uint8_t* base = s.region->wire() + s.offset + slice_offset;
         frame.payload.push_back({base, take});
+        if constexpr (kTrackSocketCausality) frame.sources.push_back(s.region);
         if (crc_payloads) crc = wire::crc32c(base, take, crc);
       }
       need -= take;
@@ -237,7 +238,7 @@ Result<PayloadDestination> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
       }
       posted.started = true;
       posted.total = h.total;
-      return PayloadDestination{posted.region->wire() + posted.offset + h.offset, nullptr};
+      return PayloadDestination{posted.region->wire() + posted.offset + h.offset, nullptr, posted.region};
     }
     case wire::FrameType::kWrite: {
       PayloadDestination dest{nullptr, context_.findRegion(h.tag)};
@@ -247,6 +248,7 @@ Result<PayloadDestination> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
         region_bytes = region.size();
         fits = region.contains(h.offset, h.length);
         if (fits) dest.bytes = region.wire() + h.offset;
+        dest.target = &region;
       });
       if (!registered) {
         return makeStatus(StatusCode::kProtocolError, "{} wrote into region key {}, which is not registered here",

@@ -175,6 +175,7 @@ void Stream::flushLocked(Completions& done) {
       frame.sent += take;
       written -= take;
       if (frame.sent == frame.size) {
+        for (const MemoryRegion* source : frame.sources) regionBytesSent(source);
         if (frame.op && --frame.op->frames_left == 0) pair_.opWrittenLocked(*frame.op, done);
         retireFrontLocked();
       }
@@ -209,10 +210,15 @@ void Stream::failStream(Status status) { pair_.fail(std::move(status)); }
 template <typename Fn>
 bool Stream::atFinalPlace(Fn&& fn) {
   if (payload_region_ == nullptr) {
+    if (payload_target_ != nullptr) regionBytesLanding(payload_target_);
     fn();
     return true;
   }
-  if (payload_region_->use([&](const MemoryRegion&) { fn(); })) return true;
+  const bool registered = payload_region_->use([&](const MemoryRegion& region) {
+    regionBytesLanding(&region);
+    fn();
+  });
+  if (registered) return true;
   failStream(makeStatus(StatusCode::kConnectionError,
                         "region key {} was deregistered while {}'s write {} into it arrived (stream {}): the write "
                         "cannot land, so the pair fails, as a queue pair does when a write finds no memory region",
@@ -315,6 +321,7 @@ Stream::ReadStep Stream::readHeader(size_t& budget, bool& drained) {
   }
   payload_final_ = dest->bytes;
   payload_region_ = std::move(dest->region);
+  payload_target_ = dest->target;
   payload_dest_ = payload_final_;
   if (ciphers_.open) {
     if (sealed_inbox_.size() < header_.length) sealed_inbox_.resize(header_.length);

@@ -38,10 +38,8 @@ struct PeerOptions {
   int timeout_ms = 20000;
 };
 
-Status runWorker(trainer::Session& session, const PeerOptions& o) {
+Status trainNetwork(trainer::Session& session, const PeerOptions& o, trainer::reference::Network* network) {
   const trainer::data::ImageSet set = *trainer::data::loadFashionMnist(trainer::data::Split::kTrain);
-  auto network = testing::tinyCnn(8, 100);
-  if (!network) return network.status();
   POSEIDON_RETURN_IF_ERROR(trainer::reference::registerNetwork(session, *network));
   POSEIDON_RETURN_IF_ERROR(session.start());
   auto reader =
@@ -72,6 +70,16 @@ Status runWorker(trainer::Session& session, const PeerOptions& o) {
   if (!out) return makeStatus(StatusCode::kIoError, "writing {}", o.params_out);
   out.close();
   return session.finish();
+}
+
+Status runWorker(trainer::Session& session, const PeerOptions& o) {
+  auto network = testing::tinyCnn(8, 100);
+  if (!network) return network.status();
+  // A sync may write into the registered buffers after a failure until finish() stops it: finish
+  // before the network goes (TSan caught the SFB driver writing into a freed layer otherwise).
+  const Status status = trainNetwork(session, o, &*network);
+  if (!status.isOk()) (void)session.finish();
+  return status;
 }
 
 }  // namespace
