@@ -172,6 +172,7 @@ TEST_P(Conformance, MessageLargerThanPostedFailsBothSidesAndConnectionGoesOn) {
   auto r2 = m[1].pair(0).recv(4, *in.region, 0, 2000);
   auto s2 = m[0].pair(1).send(4, *out.region, 0, 2000);
   ASSERT_TRUE(r2->wait(Deadline::after(kTimeout)).isOk()) << r2->status().toString();
+  ASSERT_TRUE(s2->wait(Deadline::after(kTimeout)).isOk()) << s2->status().toString();  // before `out` goes
   EXPECT_EQ(std::memcmp(in.bytes.data(), out.bytes.data(), 2000), 0);
 }
 
