@@ -122,7 +122,14 @@ TEST(Recorder, SeveralThreadsRecordAtOnce) {
 }
 
 // Not a pass/fail bound on a shared machine, but the figure the report quotes; it fails only if
-// an event costs more than 2 us, which would mean a lock or an allocation crept in.
+// an event costs more than 2 us, which would mean a lock or an allocation crept in. Sanitizer
+// builds instrument every access (TSan measured 2.5 us): the bound is for what ships.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr double kMaxNsPerEvent = 20000.0;
+#else
+constexpr double kMaxNsPerEvent = 2000.0;
+#endif
+
 TEST(Recorder, CostPerEvent) {
   constexpr int kEvents = 1 << 20;
   for (int threads : {1, 2}) {
@@ -140,7 +147,7 @@ TEST(Recorder, CostPerEvent) {
     const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
     const double per_event = ns / kEvents;  // per event per thread (threads run side by side)
     std::printf("record(): %.1f ns per event with %d thread(s) on their own lanes\n", per_event, threads);
-    EXPECT_LT(per_event, 2000.0);
+    EXPECT_LT(per_event, kMaxNsPerEvent);
     EXPECT_EQ(recorder.snapshot().intervals.size(), size_t{kEvents} * threads);
   }
 }
