@@ -29,7 +29,8 @@ constexpr auto kStopPoll = std::chrono::milliseconds(200);
 // answers within a round trip even while it waits for a straggler.
 constexpr auto kPingWait = std::chrono::milliseconds(1000);
 constexpr auto kLeavingNoticeWait = std::chrono::milliseconds(500);
-constexpr uint32_t kNoPong = UINT32_MAX;  // no pong yet (pong values are 15 bits)
+constexpr auto kSentPullPoll = std::chrono::milliseconds(1);  // finish() only: the answers are due
+constexpr uint32_t kNoPong = UINT32_MAX;                      // no pong yet (pong values are 15 bits)
 
 // One push() or pull(): completes when every chunk it needs is done.
 struct Op {
@@ -102,6 +103,14 @@ class ClientImpl final : public Client {
         priority_(options.push.priority) {}
 
   ~ClientImpl() override {
+    // A caller that saw a server's connection fail before serverLoop did leaves through here (a
+    // finish() that succeeded set stopping_: the servers let this worker go then).
+    for (int server = 0; server < job_.servers && !stopping_.load(); ++server) {
+      if (!context_.pair(job_.serverRank(server)).status().isOk()) {
+        tellOtherServersWhyWeLeave(server);
+        break;
+      }
+    }
     stopping_.store(true);
     for (std::thread& thread : threads_) thread.join();
   }
@@ -143,6 +152,8 @@ class ClientImpl final : public Client {
   void flushPullsLocked(uint32_t chunk);
   void signal(int server, ToServer type, uint32_t chunk, uint64_t value);
   void failAllLocked(const Status& status);
+  // Until no pull this worker sent awaits its answer (or the first failure, or the deadline).
+  Status waitForSentPulls(Deadline deadline);
   Status onCheckpointRefusedLocked(int server, const Imm& imm);
   // Pings `servers` and returns those that did not answer within kPingWait (the lock is released
   // while the pings go out and while waiting).
@@ -192,6 +203,7 @@ class ClientImpl final : public Client {
   std::condition_variable pong_cv_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> told_why_we_leave_{false};
 };
 
 Status ClientImpl::setUp(transport::bootstrap::Store& store, const model::Model& model, const ChunkLayout& layout,
@@ -490,6 +502,7 @@ void ClientImpl::serverLoop(int server) {
 }
 
 void ClientImpl::tellOtherServersWhyWeLeave(int lost) {
+  if (told_why_we_leave_.exchange(true)) return;  // once, naming the first server lost
   std::vector<RequestPtr> notices;
   for (int server = 0; server < job_.servers; ++server) {
     if (server == lost) continue;
@@ -509,6 +522,15 @@ Status ClientImpl::handle(int server, const Imm& imm) {
     return Status::ok();
   }
   if (imm.type == static_cast<uint8_t>(ToWorker::kCheckpointRefused)) return onCheckpointRefusedLocked(server, imm);
+  if (imm.type == static_cast<uint8_t>(ToWorker::kServerFailed)) {
+    if (imm.value >= static_cast<uint32_t>(job_.servers)) {
+      return makeStatus(StatusCode::kProtocolError, "reported server {} gone, but the job has servers 0..{}", imm.value,
+                        job_.servers - 1);
+    }
+    failAllLocked(makeStatus(StatusCode::kConnectionError, "server {} (rank {}) is gone, reported by server {}",
+                             imm.value, job_.serverRank(static_cast<int>(imm.value)), server));
+    return Status::ok();
+  }
   const uint32_t c = globalChunk(server, imm.chunk);
   if (c >= chunks_.size()) {
     return makeStatus(StatusCode::kProtocolError, "named its chunk {} (global {}) but the model has {} chunks",
@@ -568,10 +590,11 @@ Status ClientImpl::handle(int server, const Imm& imm) {
       failAllLocked(makeStatus(StatusCode::kConnectionError, "worker {} (rank {}) is gone, reported by server {}",
                                imm.value, job_.workerRank(static_cast<int>(imm.value)), server));
       return Status::ok();
+    case ToWorker::kServerFailed: break;  // handled above
     case ToWorker::kPong:
     case ToWorker::kCheckpointRefused: break;  // handled above
   }
-  return makeStatus(StatusCode::kProtocolError, "sent immediate type {} (expected 0..6)", imm.type);
+  return makeStatus(StatusCode::kProtocolError, "sent immediate type {} (expected 0..7)", imm.type);
 }
 
 void ClientImpl::failAllLocked(const Status& status) {
@@ -690,6 +713,29 @@ Status ClientImpl::requestCheckpoint(uint64_t clock) {
   return std::exchange(checkpoint_refusal_, Status::ok());
 }
 
+Status ClientImpl::waitForSentPulls(Deadline deadline) {
+  // BSP's early pulls (sent behind each push; no request waits on them) are answered right after
+  // the acks, and their parameters land in the caller's memory: once finish() returns nothing may
+  // write there any more (TSan saw a late answer land while the caller read allParameters()).
+  const auto sent = [](const ChunkTrack& chunk) {
+    return std::any_of(chunk.pulls.begin(), chunk.pulls.end(), [](const PullInFlight& pull) { return pull.sent; });
+  };
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!failure_.isOk()) return failure_;
+      if (std::none_of(chunks_.begin(), chunks_.end(), sent)) return Status::ok();
+    }
+    if (deadline.expired()) {
+      return makeStatus(StatusCode::kTimeout,
+                        "worker {}: finish() waited for the servers' answers to pulls already "
+                        "sent until its deadline",
+                        worker_);
+    }
+    std::this_thread::sleep_for(kSentPullPoll);
+  }
+}
+
 Status ClientImpl::finish(Deadline deadline) {
   std::vector<RequestPtr> pending;
   {
@@ -703,6 +749,7 @@ Status ClientImpl::finish(Deadline deadline) {
     }
   }
   POSEIDON_RETURN_IF_ERROR(transport::waitAll(pending, deadline));
+  POSEIDON_RETURN_IF_ERROR(waitForSentPulls(deadline));
   std::vector<RequestPtr> byes;
   for (int server = 0; server < job_.servers; ++server) {
     byes.push_back(context_.pair(job_.serverRank(server))

@@ -48,6 +48,9 @@ enum class ToWorker : uint8_t {
   // A checkpoint did not happen: value is a CheckpointRefusal, chunk the checkpoint's clock's low
   // 14 bits (for the message only).
   kCheckpointRefused = 6,
+  // Server `value` is gone, as a worker that lost it reported (kBye naming it): pulls and pushes
+  // through it cannot finish. Named so, not as that worker's leaving.
+  kServerFailed = 7,
 };
 
 enum class CheckpointRefusal : uint32_t {

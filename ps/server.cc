@@ -132,8 +132,9 @@ class ServerImpl final : public Server {
   void onWorkerGone(int worker, const Status& why);
   // Worker `worker` said goodbye because it lost server `lost` (kBye with a value).
   void onWorkerLeaving(int worker, uint32_t lost);
-  // The worker is out: async goes on without it, BSP and SSP fail with `status`.
-  void failWorker(int worker, const Status& status);
+  // The worker is out: async goes on without it; BSP and SSP fail with `status` and send the other
+  // workers `notice` with `value` (kWorkerFailed naming it, or kServerFailed naming the cause).
+  void failWorker(int worker, const Status& status, ToWorker notice, uint64_t value);
   void finishWorker(int worker, WorkerState state);
 
   void applyLocked(uint32_t index, ChunkState& chunk, std::span<const float* const> gradients);
@@ -540,8 +541,10 @@ void ServerImpl::onWorkerGone(int worker, const Status& why) {
   if (stopping_.load()) return;
   // What this server was waiting for when the worker went says more than the worker's leaving:
   // a worker that gave up on a cut-off peer leaves first, and the pulls name that peer.
-  failWorker(worker, makeStatus(StatusCode::kConnectionError, "server {}: worker {} (rank {}) is gone{}: {}", server_,
-                                worker, job_.workerRank(worker), waitingPullsText(), why.toString()));
+  failWorker(worker,
+             makeStatus(StatusCode::kConnectionError, "server {}: worker {} (rank {}) is gone{}: {}", server_, worker,
+                        job_.workerRank(worker), waitingPullsText(), why.toString()),
+             ToWorker::kWorkerFailed, static_cast<uint64_t>(worker));
 }
 
 void ServerImpl::onWorkerLeaving(int worker, uint32_t lost) {
@@ -558,12 +561,13 @@ void ServerImpl::onWorkerLeaving(int worker, uint32_t lost) {
   failWorker(worker,
              makeStatus(StatusCode::kConnectionError,
                         "server {}: the job failed at server {} (rank {}): worker {} (rank {}) lost it and left",
-                        server_, lost, rank, worker, job_.workerRank(worker)));
+                        server_, lost, rank, worker, job_.workerRank(worker)),
+             ToWorker::kServerFailed, lost);
 }
 
-void ServerImpl::failWorker(int worker, const Status& status) {
-  finishWorker(worker, WorkerState::kFailed);
+void ServerImpl::failWorker(int worker, const Status& status, ToWorker notice, uint64_t value) {
   if (options_.consistency.mode == Consistency::Mode::kAsync) {
+    finishWorker(worker, WorkerState::kFailed);
     spdlog::warn("{}; async training goes on without it", status.toString());
     for (uint32_t j = 0; j < chunks_.size(); ++j) {
       std::lock_guard lock(chunks_[j].mutex);
@@ -572,11 +576,15 @@ void ServerImpl::failWorker(int worker, const Status& status) {
     return;
   }
   spdlog::error("{}", status.toString());
+  workers_[static_cast<size_t>(worker)].store(WorkerState::kFailed);
   for (int w = 0; w < job_.workers; ++w) {
-    if (live(w)) notify(w, ToWorker::kWorkerFailed, 0, static_cast<uint64_t>(worker));
+    if (live(w)) notify(w, notice, 0, value);
   }
+  // The failure is recorded before the count drops: waitUntilDone wakes when the last worker is
+  // out, and must not take workers that all failed at once for workers that all finished.
   std::lock_guard lock(done_mutex_);
   if (failure_.isOk()) failure_ = status;
+  --running_workers_;
   done_cv_.notify_all();
 }
 

@@ -67,12 +67,15 @@ TEST_P(ServerProtocolTest, RogueWorkerIsCutOffAndNamed) {
     if (auto resume = ps::agreeResumeClock(**store, job, deadline); !resume) return resume.status();
     transport::Pair& pair = (*mesh)[1].pair(2);
     if (scenario.after_init) {
-      (void)pair.write(**region, 0, (*servers)[0].slots, 0, 0, imm(ps::ToServer::kPull, 1));
+      auto pull = pair.write(**region, 0, (*servers)[0].slots, 0, 0, imm(ps::ToServer::kPull, 1));
       for (;;) {
         auto note = pair.recvImm();
         POSEIDON_RETURN_IF_ERROR(note->wait(deadline));
         if (ps::decodeImm(note->imm()).type == static_cast<uint8_t>(ps::ToWorker::kParams)) break;
       }
+      // `region` must outlive its write, whatever the write's outcome (the server's answer does
+      // not complete the write's request).
+      (void)pull->wait(deadline);
     }
     for (uint32_t value : scenario.immediates) {
       POSEIDON_RETURN_IF_ERROR(pair.write(**region, 0, (*servers)[0].slots, 0, 4, value)->wait(deadline));

@@ -148,6 +148,7 @@ TEST_P(Conformance, ShorterMessageThanPostedReportsItsLength) {
   auto r = m[1].pair(0).recv(1, *in.region, 0, 1000);
   auto s = m[0].pair(1).send(1, *out.region, 0, 100);
   ASSERT_TRUE(r->wait(Deadline::after(kTimeout)).isOk());
+  ASSERT_TRUE(s->wait(Deadline::after(kTimeout)).isOk()) << s->status().toString();  // before `out` goes
   EXPECT_EQ(r->bytes(), 100u);
   EXPECT_EQ(std::memcmp(in.bytes.data(), out.bytes.data(), 100), 0);
   for (size_t i = 100; i < in.bytes.size(); ++i) {
@@ -269,6 +270,7 @@ TEST_P(Conformance, ScatterGatherSendIsOneMessage) {
   const Slice slices[] = {{a.region.get(), 1000, 2000}, {b.region.get(), 0, 5000}, {a.region.get(), 0, 1000}};
   auto s = m[0].pair(1).sendv(2, slices);
   ASSERT_TRUE(r->wait(Deadline::after(kTimeout)).isOk());
+  ASSERT_TRUE(s->wait(Deadline::after(kTimeout)).isOk()) << s->status().toString();  // before `a` and `b` go
   EXPECT_EQ(r->bytes(), 8000u);
   EXPECT_EQ(std::memcmp(in.bytes.data(), a.bytes.data() + 1000, 2000), 0);
   EXPECT_EQ(std::memcmp(in.bytes.data() + 2000, b.bytes.data(), 5000), 0);
@@ -348,6 +350,7 @@ TEST_P(Conformance, TimeoutNamesTheOperationAndPeerAndLeavesRequestPending) {
   Buffer out = makeBuffer(m[0], 64, 4);
   auto s = m[0].pair(1).send(3, *out.region, 0, 64);
   EXPECT_TRUE(r->wait(Deadline::after(kTimeout)).isOk());
+  ASSERT_TRUE(s->wait(Deadline::after(kTimeout)).isOk()) << s->status().toString();  // before `out` goes
 }
 
 TEST_P(Conformance, ManyRanksAllToAll) {

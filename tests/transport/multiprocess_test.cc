@@ -117,6 +117,8 @@ TEST_P(MultiProcess, KilledPeerFailsItsRequestsWithinTheDeadlineAndOthersGoOn) {
   auto r = ctx.pair(2).recv(0, *back.region, 0, back.bytes.size());
   auto s = ctx.pair(2).send(0, *out.region, 0, out.bytes.size());
   ASSERT_TRUE(r->wait(Deadline::after(std::chrono::seconds(30))).isOk()) << r->status().toString();
+  // `out` must outlive its send: the echo coming back does not complete the send's request.
+  ASSERT_TRUE(s->wait(Deadline::after(std::chrono::seconds(30))).isOk()) << s->status().toString();
   EXPECT_EQ(back.bytes, out.bytes);
   auto end = ctx.pair(2).send(0, *out.region, 0, 0);
   EXPECT_TRUE(end->wait(Deadline::after(std::chrono::seconds(10))).isOk());

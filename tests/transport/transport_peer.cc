@@ -65,6 +65,8 @@ int exchange(Context& ctx) {
   auto r = pair.recv(7, *desc_in.region, 0, mine.size());
   auto s = pair.send(7, *desc_out.region, 0, mine.size());
   if (Status st = r->wait(Deadline::after(kTimeout)); !st.isOk()) return fail(st, "descriptor");
+  // `desc_out` must outlive its send.
+  if (Status st = s->wait(Deadline::after(kTimeout)); !st.isOk()) return fail(st, "descriptor send");
   auto remote = RemoteDescriptor::parse(desc_in.bytes);
   if (!remote) return fail(remote.status(), "descriptor");
   auto note = pair.recvImm();

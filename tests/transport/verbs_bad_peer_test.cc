@@ -117,6 +117,8 @@ TEST_P(VerbsBadPeer, ClosesOnlyThatConnectionWithAReason) {
   auto r = m[0].pair(1).recv(0, *in.region, 0, 1000);
   auto s = m[1].pair(0).send(0, *out.region, 0, 1000);
   ASSERT_TRUE(r->wait(Deadline::after(std::chrono::seconds(10))).isOk()) << r->status().toString();
+  // `out` must outlive its send.
+  ASSERT_TRUE(s->wait(Deadline::after(std::chrono::seconds(10))).isOk()) << s->status().toString();
   EXPECT_EQ(poseidon::testing::firstMismatch(in.bytes.data(), 1000, 3), -1);
 }
 

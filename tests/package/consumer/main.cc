@@ -61,6 +61,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "exchange failed: %s\n", r->status().toString().c_str());
     return 1;
   }
+  // `out` must outlive its send.
+  if (!s->wait(Deadline::after(std::chrono::seconds(10))).isOk()) {
+    std::fprintf(stderr, "send failed: %s\n", s->status().toString().c_str());
+    return 1;
+  }
   std::printf("%s\n", in);
   return 0;
 }
