@@ -29,8 +29,7 @@ constexpr auto kStopPoll = std::chrono::milliseconds(200);
 // answers within a round trip even while it waits for a straggler.
 constexpr auto kPingWait = std::chrono::milliseconds(1000);
 constexpr auto kLeavingNoticeWait = std::chrono::milliseconds(500);
-constexpr auto kSentPullPoll = std::chrono::milliseconds(1);  // finish() only: the answers are due
-constexpr uint32_t kNoPong = UINT32_MAX;                      // no pong yet (pong values are 15 bits)
+constexpr uint32_t kNoPong = UINT32_MAX;  // no pong yet (pong values are 15 bits)
 
 // One push() or pull(): completes when every chunk it needs is done.
 struct Op {
@@ -195,7 +194,7 @@ class ClientImpl final : public Client {
   uint64_t held_sequence_ = 0;
   std::vector<LayerTrack> layers_;
   Status failure_;
-  std::condition_variable failure_cv_;
+  std::condition_variable failure_cv_;  // a failure, or a pull answered (finish() waits for those)
   // Liveness probes after a timed-out wait: per server, the value of its last kPong.
   std::vector<uint32_t> pongs_;
   Status checkpoint_refusal_;  // the first refusal not yet returned by requestCheckpoint
@@ -562,6 +561,7 @@ Status ClientImpl::handle(int server, const Imm& imm) {
       }
       chunk.version = version;
       chunk.received = true;
+      failure_cv_.notify_all();  // finish() waits for sent pulls to be answered
       chunk.blocker = -1;
       for (const OpPtr& op : pull.ops) {
         op->bytes += chunk.bytes;
@@ -587,12 +587,16 @@ Status ClientImpl::handle(int server, const Imm& imm) {
       return Status::ok();
     }
     case ToWorker::kWorkerFailed:
+      if (imm.value >= static_cast<uint32_t>(job_.workers)) {
+        return makeStatus(StatusCode::kProtocolError, "reported worker {} gone, but the job has workers 0..{}",
+                          imm.value, job_.workers - 1);
+      }
       failAllLocked(makeStatus(StatusCode::kConnectionError, "worker {} (rank {}) is gone, reported by server {}",
                                imm.value, job_.workerRank(static_cast<int>(imm.value)), server));
       return Status::ok();
-    case ToWorker::kServerFailed: break;  // handled above
     case ToWorker::kPong:
-    case ToWorker::kCheckpointRefused: break;  // handled above
+    case ToWorker::kCheckpointRefused:
+    case ToWorker::kServerFailed: break;  // handled above
   }
   return makeStatus(StatusCode::kProtocolError, "sent immediate type {} (expected 0..7)", imm.type);
 }
@@ -720,20 +724,19 @@ Status ClientImpl::waitForSentPulls(Deadline deadline) {
   const auto sent = [](const ChunkTrack& chunk) {
     return std::any_of(chunk.pulls.begin(), chunk.pulls.end(), [](const PullInFlight& pull) { return pull.sent; });
   };
-  for (;;) {
-    {
-      std::lock_guard lock(mutex_);
-      if (!failure_.isOk()) return failure_;
-      if (std::none_of(chunks_.begin(), chunks_.end(), sent)) return Status::ok();
-    }
-    if (deadline.expired()) {
-      return makeStatus(StatusCode::kTimeout,
-                        "worker {}: finish() waited for the servers' answers to pulls already "
-                        "sent until its deadline",
-                        worker_);
-    }
-    std::this_thread::sleep_for(kSentPullPoll);
+  std::unique_lock lock(mutex_);
+  const auto settledNow = [&] { return !failure_.isOk() || std::none_of(chunks_.begin(), chunks_.end(), sent); };
+  bool settled = true;
+  if (deadline.isNever()) {
+    failure_cv_.wait(lock, settledNow);
+  } else {
+    settled = failure_cv_.wait_until(lock, deadline.at(), settledNow);
   }
+  if (!failure_.isOk()) return failure_;
+  if (settled) return Status::ok();
+  return makeStatus(StatusCode::kTimeout,
+                    "worker {}: finish() waited for the servers' answers to pulls already sent until its deadline",
+                    worker_);
 }
 
 Status ClientImpl::finish(Deadline deadline) {

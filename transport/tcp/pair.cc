@@ -248,7 +248,6 @@ Result<PayloadDestination> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
         region_bytes = region.size();
         fits = region.contains(h.offset, h.length);
         if (fits) dest.bytes = region.wire() + h.offset;
-        dest.target = &region;
       });
       if (!registered) {
         return makeStatus(StatusCode::kProtocolError, "{} wrote into region key {}, which is not registered here",

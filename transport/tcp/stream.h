@@ -68,7 +68,7 @@ struct StreamCiphers {
 struct PayloadDestination {
   uint8_t* bytes = nullptr;
   std::shared_ptr<RegionEntry> region;
-  const MemoryRegion* target = nullptr;  // the region `bytes` is in (a posted receive's or the write's)
+  const MemoryRegion* target = nullptr;  // a posted receive's region; a write's is in `region`
 };
 
 class Stream final : public EventHandler {
