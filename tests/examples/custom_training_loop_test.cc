@@ -15,6 +15,7 @@
 
 #include "tests/support/mesh.h"
 #include "tests/support/process.h"
+#include "tests/support/timeouts.h"
 #include "transport/bootstrap/tcp_store_server.h"
 
 namespace poseidon::testing {
@@ -59,7 +60,7 @@ TEST(CustomTrainingLoop, TwoWorkersAndAServerTrainAsThreeProcesses) {
                                  std::string("--steps=") + kSteps, "--batch=32", "--log-every=10"},
         logs.back()));
   }
-  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+  const auto deadline = std::chrono::steady_clock::now() + scaled(kTimeout);
   for (int rank = 0; rank < kRanks; ++rank) {
     ChildProcess& child = *ranks[static_cast<size_t>(rank)];
     while (child.running() && std::chrono::steady_clock::now() < deadline) {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "tests/support/process.h"
+#include "tests/support/timeouts.h"
 
 namespace poseidon::perf {
 namespace {
@@ -25,6 +26,7 @@ using poseidon::testing::free_loopback_port;
 using poseidon::testing::ProcessResult;
 using poseidon::testing::read_file;
 using poseidon::testing::run_process;
+using poseidon::testing::scaled;
 
 constexpr const char* kBinary = POSEIDON_PERF_BINARY;
 constexpr const char* kSecret = "perf-test-secret";
@@ -63,7 +65,7 @@ PairRun runPair(const TempDir& dir, const std::vector<std::string>& client_args,
   client.insert(client.end(), {"-p", port, "--secret", kSecret, "127.0.0.1"});
   PairRun run;
   run.client = run_process(client, kClientTimeout);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto deadline = std::chrono::steady_clock::now() + scaled(std::chrono::seconds(20));
   while (server_process.running() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -219,7 +221,7 @@ TEST(PerfMultiprocess, ASecondClientIsToldTheServerIsBusy) {
   ChildProcess first({kBinary, "write_bw", "-D", "3", "-p", port, "--secret", kSecret, "127.0.0.1"},
                      dir.file("first.log"));
   // Once the first client prints its table header, it owns the server.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto deadline = std::chrono::steady_clock::now() + scaled(std::chrono::seconds(20));
   while (read_file(dir.file("first.log")).find("#bytes") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

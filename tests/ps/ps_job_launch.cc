@@ -4,6 +4,8 @@
 #include <cstring>
 #include <thread>
 
+#include "tests/support/timeouts.h"
+
 namespace poseidon::testing {
 
 std::vector<std::unique_ptr<ChildProcess>> launchJob(const std::string& peer_binary, const JobSpec& job,
@@ -52,7 +54,7 @@ std::vector<std::unique_ptr<ChildProcess>> launchJob(const std::string& peer_bin
 }
 
 int waitExit(ChildProcess& process, std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
+  const auto until = std::chrono::steady_clock::now() + scaled(timeout);
   while (process.running()) {
     if (std::chrono::steady_clock::now() > until) return -1;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/timeouts.h"
+
 namespace poseidon::testing {
 namespace {
 
@@ -71,7 +73,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::mil
   ProcessResult result;
   const pid_t pid = spawn(argv, fd);
   ::close(fd);
-  if (pid > 0 && !wait_until(pid, std::chrono::steady_clock::now() + timeout, result.exit_code)) {
+  if (pid > 0 && !wait_until(pid, std::chrono::steady_clock::now() + scaled(timeout), result.exit_code)) {
     ::kill(pid, SIGKILL);
     wait_until(pid, std::chrono::steady_clock::time_point::max(), result.exit_code);
   }
@@ -101,7 +103,7 @@ bool ChildProcess::running() {
 int ChildProcess::stop(int signal, std::chrono::milliseconds timeout) {
   if (!running()) return exit_code_;
   ::kill(pid_, signal);
-  if (!wait_until(pid_, std::chrono::steady_clock::now() + timeout, exit_code_)) {
+  if (!wait_until(pid_, std::chrono::steady_clock::now() + scaled(timeout), exit_code_)) {
     ::kill(pid_, SIGKILL);
     wait_until(pid_, std::chrono::steady_clock::time_point::max(), exit_code_);
   }

@@ -15,7 +15,8 @@ struct ProcessResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs argv (argv[0] looked up in PATH) and waits for it; kills it after `timeout`.
+// Runs argv (argv[0] looked up in PATH) and waits for it; kills it after `timeout` (stretched by
+// timeout_scale() in a sanitizer build).
 ProcessResult run_process(const std::vector<std::string>& argv,
                           std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
@@ -30,7 +31,8 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   bool running();  // false once it has exited (then exit_code() is valid)
   int exit_code() const { return exit_code_; }
-  // Sends `signal`, waits up to `timeout`, then SIGKILL. Returns the exit code as above.
+  // Sends `signal`, waits up to `timeout` (stretched as run_process's), then SIGKILL. Returns the
+  // exit code as above.
   int stop(int signal, std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
  private:

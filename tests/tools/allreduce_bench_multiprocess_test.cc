@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tests/support/process.h"
+#include "tests/support/timeouts.h"
 
 namespace poseidon::testing {
 namespace {
@@ -53,7 +54,7 @@ TEST(AllreduceBenchMultiprocess, TwoRanksSumEverySizeCorrectly) {
                                                                             "20"},
                                                    base + ".rank" + std::to_string(r) + ".log"));
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(25);
+  const auto deadline = std::chrono::steady_clock::now() + scaled(std::chrono::seconds(25));
   for (auto& rank : ranks) {
     while (rank->running() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

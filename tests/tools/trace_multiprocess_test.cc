@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tests/support/process.h"
+#include "tests/support/timeouts.h"
 
 namespace poseidon::testing {
 namespace {
@@ -58,7 +59,7 @@ void runJob(const std::string& out, const std::vector<std::string>& extra) {
     argv.insert(argv.end(), extra.begin(), extra.end());
     ranks.push_back(std::make_unique<ChildProcess>(argv, out + ".rank" + std::to_string(r) + ".log"));
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const auto deadline = std::chrono::steady_clock::now() + scaled(std::chrono::seconds(60));
   for (auto& rank : ranks) {
     while (rank->running() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
