@@ -100,6 +100,7 @@ void Stream::flushLocked(Completions& done) {
     iovec iov[kMaxIov];
     int count = 0;
     uint64_t batch_bytes = 0;
+    size_t batch_frames = 0;
     for (auto& frame : out_) {
       if (count >= kMaxIov - 1) break;
       if (ciphers_.seal && !frame.sealed) {
@@ -133,6 +134,7 @@ void Stream::flushLocked(Completions& done) {
         iov[count++] = {static_cast<uint8_t*>(part.iov_base) + skip, part.iov_len - skip};
         skip = 0;
       }
+      ++batch_frames;
     }
     uint64_t granted = 0;
     if (SendBudget* budget = pair_.sendBudget()) {
@@ -149,7 +151,13 @@ void Stream::flushLocked(Completions& done) {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<size_t>(count);
-    const ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if constexpr (kTrackSocketCausality) {
+      bytesOffered(msg);
+      for (size_t i = 0; i < batch_frames; ++i) {
+        for (const MemoryRegion* source : out_[i].sources) regionBytesSent(source);
+      }
+    }
+    const ssize_t n = sendmsgOffered(fd_.get(), msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (granted > static_cast<uint64_t>(std::max<ssize_t>(n, 0))) {
       pair_.sendBudget()->giveBack(granted - static_cast<uint64_t>(std::max<ssize_t>(n, 0)));
     }
@@ -175,7 +183,6 @@ void Stream::flushLocked(Completions& done) {
       frame.sent += take;
       written -= take;
       if (frame.sent == frame.size) {
-        for (const MemoryRegion* source : frame.sources) regionBytesSent(source);
         if (frame.op && --frame.op->frames_left == 0) pair_.opWrittenLocked(*frame.op, done);
         retireFrontLocked();
       }
