@@ -1,12 +1,14 @@
 """bench-peers' table: reads peers.csv, adds the ratio column (train: Poseidon's images/s over this
 DDP run's, the Poseidon run of the same rate and step count; all-reduce: Gloo's time over ours, i.e.
-our bandwidth over Gloo's, on our rows), rewrites the file, prints the tables and, when matplotlib
-imports, plots peers.png.
+our bandwidth over Gloo's, on our rows, against Gloo's run of the same round), rewrites the file,
+prints the tables (all-reduce: per rate and size, the median over the rounds and the range of the
+ratio) and, when matplotlib imports, plots peers.png.
 
   /usr/bin/python3 report.py peers.csv [--png peers.png]
 """
 import argparse
 import csv
+import statistics
 import sys
 
 
@@ -27,13 +29,16 @@ def main():
         rows = list(csv.DictReader(f))
     fields = [k for k in (rows[0].keys() if rows else []) if k != "ratio"] + ["ratio"]
     poseidon = {(r["rate"], r["steps"]): r for r in rows if r["part"] == "train" and r["system"] == "poseidon"}
-    gloo = {(r["rate"], r["bytes"]): r for r in rows if r["part"] == "allreduce" and r["system"] == "gloo"}
+    # "options" is the round (files from before rounds have it empty: one round).
+    gloo = {(r["rate"], r["bytes"], r["options"]): r for r in rows
+            if r["part"] == "allreduce" and r["system"] == "gloo"}
     for r in rows:
         r["ratio"] = ""
         if r["part"] == "train" and r["system"] == "ddp" and (r["rate"], r["steps"]) in poseidon:
             r["ratio"] = f"{float(poseidon[(r['rate'], r['steps'])]['images_per_s']) / float(r['images_per_s']):.3f}"
-        if r["part"] == "allreduce" and r["system"] == "poseidon-ring" and (r["rate"], r["bytes"]) in gloo:
-            r["ratio"] = f"{float(gloo[(r['rate'], r['bytes'])]['median_us']) / float(r['median_us']):.3f}"
+        peer = gloo.get((r["rate"], r["bytes"], r["options"]))
+        if r["part"] == "allreduce" and r["system"] == "poseidon-ring" and peer:
+            r["ratio"] = f"{float(peer['median_us']) / float(r['median_us']):.3f}"
     with open(a.csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
@@ -46,16 +51,21 @@ def main():
         for r in train:
             print(f"{r['rate']:>10} {r['system']:>9} {r['options']:<36} {r['steps']:>6} {float(r['images_per_s']):>9.1f} "
                   f"{float(r['test_accuracy']):>9.4f} {r['ratio']:>6} {r['load1']:>5}")
-    ours = [r for r in rows if r["part"] == "allreduce" and r["system"] == "poseidon-ring"]
+    ours = [r for r in rows if r["part"] == "allreduce" and r["system"] == "poseidon-ring" and r["ratio"]]
     if ours:
-        print("\nall-reduce, 4 ranks, median time per call (ratio = Gloo's time / ours = our bandwidth / Gloo's)")
-        print(f"{'link':>10} {'size':>8} {'ours us':>10} {'Gloo us':>10} {'ours Gb/s':>10} {'Gloo Gb/s':>10} {'ratio':>6} {'load':>9}")
-        for r in ours:
-            g = gloo.get((r["rate"], r["bytes"]))
-            print(f"{r['rate']:>10} {fmt_bytes(r['bytes']):>8} {float(r['median_us']):>10.1f} "
-                  f"{float(g['median_us']) if g else float('nan'):>10.1f} {float(r['algbw_gbps']):>10.4f} "
-                  f"{float(g['algbw_gbps']) if g else float('nan'):>10.4f} {r['ratio']:>6} "
-                  f"{r['load1'] + '/' + (g['load1'] if g else '?'):>9}")
+        print("\nall-reduce, 4 ranks, median time per call (ratio = Gloo's time / ours = our bandwidth / Gloo's);"
+              " over rounds: medians, and the ratio's range")
+        print(f"{'link':>10} {'size':>8} {'ours us':>10} {'Gloo us':>10} {'ours Gb/s':>10} {'Gloo Gb/s':>10} "
+              f"{'ratio':>6} {'range':>13} {'rounds':>6} {'load':>9}")
+        for key in dict.fromkeys((r["rate"], r["bytes"]) for r in ours):
+            mine = [r for r in ours if (r["rate"], r["bytes"]) == key]
+            theirs = [gloo[(r["rate"], r["bytes"], r["options"])] for r in mine]
+            med = lambda rs, f: statistics.median(float(x[f]) for x in rs)
+            ratios = [float(r["ratio"]) for r in mine]
+            loads = f"{med(mine, 'load1'):.1f}/{med(theirs, 'load1'):.1f}"
+            print(f"{key[0]:>10} {fmt_bytes(key[1]):>8} {med(mine, 'median_us'):>10.1f} {med(theirs, 'median_us'):>10.1f} "
+                  f"{med(mine, 'algbw_gbps'):>10.4f} {med(theirs, 'algbw_gbps'):>10.4f} {statistics.median(ratios):>6.3f} "
+                  f"{min(ratios):>6.3f}-{max(ratios):<6.3f} {len(mine):>6} {loads:>9}")
     if not a.png:
         return
     try:
@@ -70,8 +80,11 @@ def main():
     ax = axes[0]
     for i, rate in enumerate(rates):
         for system, style in (("poseidon-ring", "-o"), ("gloo", "--s")):
-            pts = [(int(r["bytes"]), float(r["algbw_gbps"])) for r in rows
-                   if r["part"] == "allreduce" and r["rate"] == rate and r["system"] == system]
+            per_size = {}  # bytes -> each round's bandwidth; the median is plotted
+            for r in rows:
+                if r["part"] == "allreduce" and r["rate"] == rate and r["system"] == system:
+                    per_size.setdefault(int(r["bytes"]), []).append(float(r["algbw_gbps"]))
+            pts = [(b, statistics.median(v)) for b, v in per_size.items()]
             if pts:
                 ax.plot(*zip(*pts), style, color=f"C{i}", label=f"{system}, {rate}")
     ax.set_xscale("log", base=2)
