@@ -117,7 +117,6 @@ void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t b
       if (take > 0) {
         uint8_t* base = s.region->wire() + s.offset + slice_offset;
         frame.payload.push_back({base, take});
-        if constexpr (kTrackSocketCausality) frame.sources.push_back(s.region);
         if (crc_payloads) crc = wire::crc32c(base, take, crc);
       }
       need -= take;
@@ -238,7 +237,7 @@ Result<PayloadDestination> TcpPair::onFrameHeader(const wire::FrameHeader& h) {
       }
       posted.started = true;
       posted.total = h.total;
-      return PayloadDestination{posted.region->wire() + posted.offset + h.offset, nullptr, posted.region};
+      return PayloadDestination{posted.region->wire() + posted.offset + h.offset, nullptr};
     }
     case wire::FrameType::kWrite: {
       PayloadDestination dest{nullptr, context_.findRegion(h.tag)};

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "transport/common/send_budget.h"
+#include "transport/common/tsan_causality.h"
 #include "transport/tcp/pair.h"
 #include "transport/wire/crc32c.h"
 
@@ -100,7 +101,6 @@ void Stream::flushLocked(Completions& done) {
     iovec iov[kMaxIov];
     int count = 0;
     uint64_t batch_bytes = 0;
-    size_t batch_frames = 0;
     for (auto& frame : out_) {
       if (count >= kMaxIov - 1) break;
       if (ciphers_.seal && !frame.sealed) {
@@ -134,7 +134,6 @@ void Stream::flushLocked(Completions& done) {
         iov[count++] = {static_cast<uint8_t*>(part.iov_base) + skip, part.iov_len - skip};
         skip = 0;
       }
-      ++batch_frames;
     }
     uint64_t granted = 0;
     if (SendBudget* budget = pair_.sendBudget()) {
@@ -151,12 +150,7 @@ void Stream::flushLocked(Completions& done) {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<size_t>(count);
-    if constexpr (kTrackSocketCausality) {
-      bytesOffered(msg);
-      for (size_t i = 0; i < batch_frames; ++i) {
-        for (const MemoryRegion* source : out_[i].sources) regionBytesSent(source);
-      }
-    }
+    bytesOffered(msg);
     const ssize_t n = sendmsgOffered(fd_.get(), msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (granted > static_cast<uint64_t>(std::max<ssize_t>(n, 0))) {
       pair_.sendBudget()->giveBack(granted - static_cast<uint64_t>(std::max<ssize_t>(n, 0)));
@@ -217,14 +211,10 @@ void Stream::failStream(Status status) { pair_.fail(std::move(status)); }
 template <typename Fn>
 bool Stream::atFinalPlace(Fn&& fn) {
   if (payload_region_ == nullptr) {
-    if (payload_target_ != nullptr) regionBytesLanding(payload_target_);
     fn();
     return true;
   }
-  const bool registered = payload_region_->use([&](const MemoryRegion& region) {
-    regionBytesLanding(&region);
-    fn();
-  });
+  const bool registered = payload_region_->use([&](const MemoryRegion&) { fn(); });
   if (registered) return true;
   failStream(makeStatus(StatusCode::kConnectionError,
                         "region key {} was deregistered while {}'s write {} into it arrived (stream {}): the write "
@@ -241,7 +231,7 @@ bool Stream::fillInbox(size_t want, size_t& budget, bool& drained) {
     inbox_begin_ = 0;
   }
   const size_t room = std::min(want, inbox_.size() - inbox_end_);
-  const ssize_t n = ::recv(fd_.get(), inbox_.data() + inbox_end_, room, MSG_DONTWAIT);
+  const ssize_t n = recvOrdered(fd_.get(), inbox_.data() + inbox_end_, room, MSG_DONTWAIT);
   if (n > 0) {
     inbox_end_ += static_cast<size_t>(n);
     budget -= std::min(budget, static_cast<size_t>(n));
@@ -328,7 +318,6 @@ Stream::ReadStep Stream::readHeader(size_t& budget, bool& drained) {
   }
   payload_final_ = dest->bytes;
   payload_region_ = std::move(dest->region);
-  payload_target_ = dest->target;
   payload_dest_ = payload_final_;
   if (ciphers_.open) {
     if (sealed_inbox_.size() < header_.length) sealed_inbox_.resize(header_.length);
@@ -366,7 +355,8 @@ Stream::ReadStep Stream::readPayload(size_t& budget, bool& drained) {
   if (drained || budget == 0) return ReadStep::kStop;
   const size_t want = std::min<uint64_t>(header_.length - payload_done_, budget);
   ssize_t n = -1;
-  if (!land([&] { n = ::recv(fd_.get(), payload_dest_ + payload_done_, want, MSG_DONTWAIT); })) return ReadStep::kStop;
+  if (!land([&] { n = recvOrdered(fd_.get(), payload_dest_ + payload_done_, want, MSG_DONTWAIT); }))
+    return ReadStep::kStop;
   if (n > 0) {
     payload_done_ += static_cast<uint64_t>(n);
     budget -= std::min(budget, static_cast<size_t>(n));

@@ -26,7 +26,6 @@
 #include "transport/common/region_registry.h"
 #include "transport/common/ring_queue.h"
 #include "transport/common/socket.h"
-#include "transport/common/tsan_causality.h"
 #include "transport/request.h"
 #include "transport/tcp/progress_engine.h"
 #include "transport/wire/frame.h"
@@ -53,8 +52,6 @@ struct OutFrame {
   // once sealed. A sealed frame has its place in the stream's order.
   std::unique_ptr<uint8_t[]> sealed;
   size_t sealed_bytes = 0;  // its allocation, which may exceed what this frame uses
-  // TSan builds only: the regions the payload comes from (transport/common/tsan_causality.h).
-  boost::container::small_vector<const MemoryRegion*, 2> sources;
 };
 
 // A stream's frame ciphers; both null when frames are not sealed.
@@ -68,7 +65,6 @@ struct StreamCiphers {
 struct PayloadDestination {
   uint8_t* bytes = nullptr;
   std::shared_ptr<RegionEntry> region;
-  const MemoryRegion* target = nullptr;  // a posted receive's region; a write's is in `region`
 };
 
 class Stream final : public EventHandler {
@@ -137,12 +133,11 @@ class Stream final : public EventHandler {
   size_t inbox_end_ = 0;
   bool last_payload_large_ = false;
   wire::FrameHeader header_;
-  wire::EncodedHeader header_bytes_{};            // as received: a sealed frame's associated data
-  uint8_t* payload_dest_ = nullptr;               // where the payload is read to
-  std::shared_ptr<RegionEntry> payload_region_;   // a write's region: payload_final_ is in it
-  const MemoryRegion* payload_target_ = nullptr;  // the region payload_final_ is in, if any
-  uint8_t* payload_final_ = nullptr;              // sealed frames: where it goes once opened
-  std::vector<uint8_t> sealed_inbox_;             // sealed frames: the ciphertext, as large as the largest
+  wire::EncodedHeader header_bytes_{};           // as received: a sealed frame's associated data
+  uint8_t* payload_dest_ = nullptr;              // where the payload is read to
+  std::shared_ptr<RegionEntry> payload_region_;  // a write's region: payload_final_ is in it
+  uint8_t* payload_final_ = nullptr;             // sealed frames: where it goes once opened
+  std::vector<uint8_t> sealed_inbox_;            // sealed frames: the ciphertext, as large as the largest
   uint64_t payload_done_ = 0;
 };
 
