@@ -1,5 +1,5 @@
-// Waiting on a condition variable until a predicate holds or a Deadline passes, for the sfb
-// objects whose callers block on state their receive threads update.
+// Waiting on a condition variable until a predicate holds or a Deadline passes, for objects whose
+// callers block on state their receive threads update (SFB, the Adam worker, the PS client).
 #pragma once
 
 #include <condition_variable>

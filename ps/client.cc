@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/deadline_wait.h"
 #include "ps/checkpoint/resume.h"
 #include "ps/imm_code.h"
 #include "ps/region_exchange.h"
@@ -725,13 +726,9 @@ Status ClientImpl::waitForSentPulls(Deadline deadline) {
     return std::any_of(chunk.pulls.begin(), chunk.pulls.end(), [](const PullInFlight& pull) { return pull.sent; });
   };
   std::unique_lock lock(mutex_);
-  const auto settledNow = [&] { return !failure_.isOk() || std::none_of(chunks_.begin(), chunks_.end(), sent); };
-  bool settled = true;
-  if (deadline.isNever()) {
-    failure_cv_.wait(lock, settledNow);
-  } else {
-    settled = failure_cv_.wait_until(lock, deadline.at(), settledNow);
-  }
+  const bool settled = waitWithDeadline(failure_cv_, lock, deadline, [&] {
+    return !failure_.isOk() || std::none_of(chunks_.begin(), chunks_.end(), sent);
+  });
   if (!failure_.isOk()) return failure_;
   if (settled) return Status::ok();
   return makeStatus(StatusCode::kTimeout,
