@@ -135,7 +135,8 @@ class ServerImpl final : public Server {
   // The worker is out: async goes on without it; BSP and SSP fail with `status` and send the other
   // workers `notice` with `value` (kWorkerFailed naming it, or kServerFailed naming the cause).
   void failWorker(int worker, const Status& status, ToWorker notice, uint64_t value);
-  void finishWorker(int worker, WorkerState state);
+  // The worker is out (done, or failed with `failure`, which the job then reports).
+  void finishWorker(int worker, WorkerState state, const Status& failure = Status::ok());
 
   void applyLocked(uint32_t index, ChunkState& chunk, std::span<const float* const> gradients);
   uint64_t versionOf(const ChunkState& chunk) const;
@@ -576,21 +577,19 @@ void ServerImpl::failWorker(int worker, const Status& status, ToWorker notice, u
     return;
   }
   spdlog::error("{}", status.toString());
-  workers_[static_cast<size_t>(worker)].store(WorkerState::kFailed);
+  // The others hear it before waitUntilDone can return.
   for (int w = 0; w < job_.workers; ++w) {
-    if (live(w)) notify(w, notice, 0, value);
+    if (w != worker && live(w)) notify(w, notice, 0, value);
   }
-  // The failure is recorded before the count drops: waitUntilDone wakes when the last worker is
-  // out, and must not take workers that all failed at once for workers that all finished.
-  std::lock_guard lock(done_mutex_);
-  if (failure_.isOk()) failure_ = status;
-  --running_workers_;
-  done_cv_.notify_all();
+  finishWorker(worker, WorkerState::kFailed, status);
 }
 
-void ServerImpl::finishWorker(int worker, WorkerState state) {
+void ServerImpl::finishWorker(int worker, WorkerState state, const Status& failure) {
   workers_[static_cast<size_t>(worker)].store(state);
   std::lock_guard lock(done_mutex_);
+  // Recorded before the count drops: waitUntilDone wakes when the last worker is out, and must
+  // not take workers that all failed at once for workers that all finished.
+  if (!failure.isOk() && failure_.isOk()) failure_ = failure;
   --running_workers_;
   done_cv_.notify_all();
 }
