@@ -16,10 +16,11 @@
 #pragma once
 
 #include <sys/socket.h>
+
+#if defined(__SANITIZE_THREAD__)
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_THREAD__)
 extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);
 extern "C" void __tsan_read_range(void* addr, unsigned long size);
