@@ -60,9 +60,12 @@ void SerialDriver::loop() {
     queue_.pop_front();
     ++running_;
     lock.unlock();
-    work.request->complete(run(work));
+    Status status = run(work);
     lock.lock();
     --running_;
+    // After the count: whoever sees the request done sees pending() without its work (completing
+    // first let a caller that waited for every request still count one running).
+    work.request->complete(std::move(status));
   }
 }
 
