@@ -273,7 +273,7 @@ Status ClientImpl::setUp(transport::bootstrap::Store& store, const model::Model&
   for (LayerTrack& layer : layers_) layer.clock = start_clock_;
   for (int server = 0; server < job_.servers; ++server) {
     threads_.emplace_back([this, server] { serverLoop(server); });
-    if (priority_ && consistency_.mode == Consistency::Mode::kBsp) signal(server, ToServer::kAnnounce, 0, 0);
+    if (priority_) signal(server, ToServer::kAnnounce, 0, 0);
   }
   return Status::ok();
 }

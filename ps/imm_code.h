@@ -31,8 +31,10 @@ enum class ToServer : uint8_t {
   // connection to server s failed (the job failed there): the server that gets this names server s
   // rather than this worker (servers know of each other only through the workers).
   kBye = 4,
-  kAnnounce = 5,  // this worker reorders its pushes (PushSchedule::priority): send it kAwaited
-  kPing = 6,      // answer kPong with this value: is the server alive (a worker's wait timed out)
+  // This worker asked for priority (PushSchedule::priority): under BSP send it kAwaited; send
+  // its parameters nearest the input first.
+  kAnnounce = 5,
+  kPing = 6,  // answer kPong with this value: is the server alive (a worker's wait timed out)
 };
 
 // Server -> worker.

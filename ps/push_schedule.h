@@ -18,7 +18,9 @@ struct PushSchedule {
   // priority with the window as its credit). Every worker of a job sets it alike: under BSP a
   // reordering worker has the servers announce the chunks others pushed first (ToWorker::kAwaited)
   // and sends those past its window, so two workers whose windows each hold what the other has not
-  // sent never wait on each other; a worker without it would.
+  // sent never wait on each other; a worker without it would. The servers then answer this
+  // worker's pulls in the same order (ps/param_send_queue.h), so the first layers' parameters
+  // overtake a large layer's on the way back too.
   bool priority = false;
 };
 

@@ -13,6 +13,7 @@
 #include "ps/checkpoint/durable_file.h"
 #include "ps/checkpoint/resume.h"
 #include "ps/imm_code.h"
+#include "ps/param_send_queue.h"
 #include "ps/region_exchange.h"
 #include "ps/shard.h"
 #include "ps/start_check.h"
@@ -31,6 +32,9 @@ constexpr auto kStopPoll = std::chrono::milliseconds(200);
 constexpr auto kInFlightWait = std::chrono::seconds(60);
 // Pulls of one chunk one worker may have waiting; see onPull.
 constexpr std::ptrdiff_t kMaxWaitingPulls = 16;
+// Chunks of parameter writes one worker that asked for priority may have in the transport: two
+// keep its link busy while one finishes, and what waits behind them can still be reordered.
+constexpr uint64_t kPrioritySendWindowChunks = 2;
 
 struct PendingPull {
   int worker = 0;
@@ -75,6 +79,7 @@ class ServerImpl final : public Server {
   ~ServerImpl() override {
     stopping_.store(true);
     for (std::thread& thread : threads_) thread.join();
+    send_queue_.reset();  // after the threads that fill it, before what its posts use
     checkpointer_.reset();
   }
 
@@ -141,7 +146,9 @@ class ServerImpl final : public Server {
   void applyLocked(uint32_t index, ChunkState& chunk, std::span<const float* const> gradients);
   uint64_t versionOf(const ChunkState& chunk) const;
   void publishLocked(uint32_t index, ChunkState& chunk);
+  // Answers a pull: at once, or through the priority queue for a worker that asked for priority.
   void sendParamsLocked(uint32_t index, ChunkState& chunk, int worker);
+  RequestPtr writeParamsLocked(uint32_t index, ChunkState& chunk, int worker);
   void notify(int worker, ToWorker type, uint32_t chunk, uint64_t value);
   int blockerLocked(const ChunkState& chunk, uint64_t min_version) const;
   const float* slot(int worker, uint32_t index) const {
@@ -159,9 +166,10 @@ class ServerImpl final : public Server {
   const Shard shard_;
   mutable std::vector<ChunkState> chunks_;
   std::vector<std::atomic<WorkerState>> workers_;
-  // Workers that reorder their pushes (kAnnounce): each BSP chunk's first push of a clock is
+  // Workers that asked for priority (kAnnounce). Each BSP chunk's first push of a clock is
   // announced to them, so none holds back a chunk the others already sent while its window is
-  // full of chunks they have not: with two such workers the aggregation would wait forever.
+  // full of chunks they have not: with two such workers the aggregation would wait forever. And
+  // their parameters go through send_queue_, nearest the input first.
   std::vector<std::atomic<bool>> announce_;
 
   std::vector<float> params_;
@@ -180,6 +188,9 @@ class ServerImpl final : public Server {
   std::condition_variable done_cv_;
   int running_workers_ = 0;
   Status failure_;
+
+  // Parameter writes to the workers that announced priority, nearest the input first.
+  std::unique_ptr<ParamSendQueue> send_queue_;
 
   std::atomic<uint64_t> bytes_pushed_{0};
   std::atomic<uint64_t> bytes_pulled_{0};
@@ -267,6 +278,16 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
   if (!descriptors) return descriptors.status();
   worker_params_ = std::move(*descriptors);
 
+  std::vector<uint64_t> chunk_bytes;
+  for (const ShardChunk& chunk : shard_.chunks) chunk_bytes.push_back(chunk.bytes);
+  send_queue_ =
+      std::make_unique<ParamSendQueue>(job_.workers, std::move(chunk_bytes), kPrioritySendWindowChunks * chunk_bytes_,
+                                       [this](int worker, uint32_t index) -> RequestPtr {
+                                         ChunkState& chunk = chunks_[index];
+                                         std::lock_guard lock(chunk.mutex);
+                                         if (!live(worker)) return nullptr;
+                                         return writeParamsLocked(index, chunk, worker);
+                                       });
   running_workers_ = job_.workers;
   for (int worker = 0; worker < job_.workers; ++worker) {
     threads_.emplace_back([this, worker] { workerLoop(worker); });
@@ -523,12 +544,22 @@ void ServerImpl::announceLocked(uint32_t index, const ChunkState& chunk, int wor
 }
 
 void ServerImpl::sendParamsLocked(uint32_t index, ChunkState& chunk, int worker) {
+  if (announce_[static_cast<size_t>(worker)].load()) {
+    send_queue_->enqueue(worker, index);
+    return;
+  }
+  (void)writeParamsLocked(index, chunk, worker);
+}
+
+RequestPtr ServerImpl::writeParamsLocked(uint32_t index, ChunkState& chunk, int worker) {
   const ShardChunk& where = shard_.chunks[index];
   transport::Pair& pair = context_.pair(job_.workerRank(worker));
-  chunk.in_flight.push_back(pair.write(*params_region_, where.offset, worker_params_[static_cast<size_t>(worker)],
-                                       where.model_offset, where.bytes,
-                                       encodeImm(static_cast<uint8_t>(ToWorker::kParams), index, chunk.version)));
+  RequestPtr write =
+      pair.write(*params_region_, where.offset, worker_params_[static_cast<size_t>(worker)], where.model_offset,
+                 where.bytes, encodeImm(static_cast<uint8_t>(ToWorker::kParams), index, chunk.version));
+  chunk.in_flight.push_back(write);
   bytes_pulled_.fetch_add(where.bytes, std::memory_order_relaxed);
+  return write;
 }
 
 void ServerImpl::notify(int worker, ToWorker type, uint32_t chunk, uint64_t value) {

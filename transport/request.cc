@@ -39,6 +39,7 @@ void reserveRequests(size_t count) { reservePooled<Request>(count, RequestLabel{
 void Request::setSpinNanos(int64_t nanos) { g_spin_nanos.store(nanos, std::memory_order_relaxed); }
 
 void Request::complete(Status status, uint64_t bytes, uint32_t imm) {
+  std::shared_ptr<CompletionSignal> signal;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_.load(std::memory_order_relaxed)) return;
@@ -47,8 +48,21 @@ void Request::complete(Status status, uint64_t bytes, uint32_t imm) {
     imm_ = imm;
     completed_at_ = Clock::now();
     done_.store(true, std::memory_order_release);
+    signal = std::move(signal_);
   }
   cv_.notify_all();
+  if (signal) signal->notify();
+}
+
+void Request::signalOnCompletion(std::shared_ptr<CompletionSignal> signal) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!done_.load(std::memory_order_relaxed)) {
+      signal_ = std::move(signal);
+      return;
+    }
+  }
+  if (signal) signal->notify();
 }
 
 Status Request::wait(Deadline deadline) {

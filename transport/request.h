@@ -15,6 +15,7 @@
 
 #include "common/deadline.h"
 #include "common/status.h"
+#include "transport/completion_signal.h"
 #include "transport/progress.h"
 
 namespace poseidon::transport {
@@ -60,6 +61,11 @@ class Request {
   Clock::time_point completedAt() const { return completed_at_; }
   const std::string& what() const;
 
+  // Notifies `signal` when the request completes (at once if it already has), for a thread that
+  // waits for whichever of several requests finishes first (completion_signal.h). One signal per
+  // request: a later call replaces the earlier one, so only the request's owner sets it.
+  void signalOnCompletion(std::shared_ptr<CompletionSignal> signal);
+
   // Backend side: the first call wins, later ones are ignored (a request that already
   // succeeded does not turn into a failure when its connection breaks afterwards).
   void complete(Status status, uint64_t bytes = 0, uint32_t imm = 0);
@@ -82,6 +88,7 @@ class Request {
   mutable std::string what_;  // with a label: formatted on the first what(), under mutex_
   RequestLabel label_;
   const bool labelled_ = false;
+  std::shared_ptr<CompletionSignal> signal_;  // under mutex_
   Progress* const progress_;
 };
 

@@ -1,5 +1,6 @@
-// SerialDriver: work runs in submission order on one thread, each request completes with its
-// work's status, and work submitted during shutdown is refused rather than lost or hung.
+// SerialDriver: work runs in submission order on one thread (gated work in the order its gates
+// open), each request completes with its work's status, and work submitted during shutdown is
+// refused rather than lost or hung.
 #include "scheme/serial_driver.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -85,6 +88,79 @@ TEST(SerialDriver, WhenDestroyedFinishesTheRunningWorkFailsTheQueuedAndRefusesNe
   EXPECT_EQ(late->status().code(), StatusCode::kUnavailable);
   EXPECT_NE(late->status().message().find("test driver is shutting down"), std::string::npos)
       << late->status().toString();
+}
+
+// A PS layer's push and pull as the gate: the layer whose requests complete first runs first,
+// whatever the submission order, and a later one still waits for its own.
+TEST(SerialDriver, GatedWorkRunsInTheOrderItsGatesOpen) {
+  SerialDriver driver("test driver");
+  std::mutex mutex;
+  std::vector<std::string> ran;
+  auto record = [&](std::string name) {
+    return [&, name] {
+      std::lock_guard lock(mutex);
+      ran.push_back(name);
+      return Status::ok();
+    };
+  };
+  auto started = [] { return std::make_shared<transport::Request>("gate"); };
+  const auto far = Deadline::after(std::chrono::seconds(30));
+  auto fc_push = started(), fc_pull = started(), conv_push = started(), conv_pull = started();
+  auto fc = driver.submit("fc", record("fc"), Gate{{fc_push, fc_pull}, far});
+  auto conv = driver.submit("conv", record("conv"), Gate{{conv_push, conv_pull}, far});
+  conv_push->complete(Status::ok());
+  fc_push->complete(Status::ok());
+  EXPECT_EQ(conv->wait(Deadline::after(std::chrono::milliseconds(50))).code(), StatusCode::kTimeout)
+      << "ran with its pull outstanding";
+  conv_pull->complete(Status::ok());
+  ASSERT_TRUE(conv->wait(Deadline::after(std::chrono::seconds(10))).isOk());
+  EXPECT_FALSE(fc->test()) << "ran with its pull outstanding";
+  fc_pull->complete(Status::ok());
+  ASSERT_TRUE(fc->wait(Deadline::after(std::chrono::seconds(10))).isOk());
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(ran, (std::vector<std::string>{"conv", "fc"}));
+}
+
+// Among ready work the earliest submitted goes first; work without a gate is always ready.
+TEST(SerialDriver, ReadyWorkRunsInSubmissionOrder) {
+  SerialDriver driver("test driver");
+  std::atomic<bool> release{false};
+  std::vector<int> ran;  // one thread runs every work
+  auto blocker = driver.submit("blocker", [&] {
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return Status::ok();
+  });
+  auto done = std::make_shared<transport::Request>("gate");
+  done->complete(Status::ok());
+  std::vector<transport::RequestPtr> requests;
+  for (int i = 0; i < 4; ++i) {
+    auto work = [&ran, i] {
+      ran.push_back(i);
+      return Status::ok();
+    };
+    requests.push_back(i % 2 == 0 ? driver.submit("work", work, Gate{{done}, Deadline::never()})
+                                  : driver.submit("work", work));
+  }
+  release = true;
+  for (const auto& request : requests) ASSERT_TRUE(request->wait(Deadline::after(std::chrono::seconds(10))).isOk());
+  EXPECT_TRUE(blocker->status().isOk());
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 3}));
+}
+
+// A gate whose request never completes opens at its deadline: the work runs and reports what it
+// waited for, so the driver's request never hangs.
+TEST(SerialDriver, AGateOpensAtItsDeadline) {
+  SerialDriver driver("test driver");
+  auto silent = std::make_shared<transport::Request>("pull of layer 0");
+  const auto begin = Clock::now();
+  auto work = driver.submit(
+      "layer 0", [silent] { return silent->wait(Deadline(Clock::now())); },
+      Gate{{silent}, Deadline::after(std::chrono::milliseconds(100))});
+  const Status status = work->wait(Deadline::after(std::chrono::seconds(10)));
+  ASSERT_TRUE(work->test()) << status.toString();
+  EXPECT_EQ(work->status().code(), StatusCode::kTimeout) << work->status().toString();
+  EXPECT_NE(work->status().message().find("pull of layer 0"), std::string::npos) << work->status().toString();
+  EXPECT_GE(Clock::now() - begin, std::chrono::milliseconds(100));
 }
 
 }  // namespace

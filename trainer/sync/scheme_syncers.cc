@@ -34,23 +34,27 @@ class PsSyncer final : public Syncer {
       return transport::failedRequest(std::move(what), std::move(loaded));
     }
     // Both go out now: the push's chunks first, then the ask for the next version behind them.
+    // The layers are independent: the driver finishes whichever came back first (the gate).
     transport::RequestPtr push = client_->push(layer);
     transport::RequestPtr pull = client_->pull(layer);
-    return driver_.submit(std::move(what), [this, layer, iteration, deadline, push, pull] {
-      POSEIDON_RETURN_IF_ERROR(client_->wait(push, deadline));
-      POSEIDON_RETURN_IF_ERROR(client_->wait(pull, deadline));
-      POSEIDON_RETURN_IF_ERROR(replica_.applyStep(layer, client_->parameters(layer).data(), iteration));
-      // Each layer has chunks of its own: its gradient went out and its sum came back whole.
-      const uint64_t bytes = client_->gradients(layer).size() * sizeof(float);
-      std::lock_guard lock(mutex_);
-      scheme::Traffic& t = traffic_[layer];
-      ++t.syncs;
-      t.sent_bytes += bytes;
-      t.received_bytes += bytes;
-      t.sent_messages += chunks_[layer];
-      t.received_messages += chunks_[layer];
-      return Status::ok();
-    });
+    return driver_.submit(
+        std::move(what),
+        [this, layer, iteration, deadline, push, pull] {
+          POSEIDON_RETURN_IF_ERROR(client_->wait(push, deadline));
+          POSEIDON_RETURN_IF_ERROR(client_->wait(pull, deadline));
+          POSEIDON_RETURN_IF_ERROR(replica_.applyStep(layer, client_->parameters(layer).data(), iteration));
+          // Each layer has chunks of its own: its gradient went out and its sum came back whole.
+          const uint64_t bytes = client_->gradients(layer).size() * sizeof(float);
+          std::lock_guard lock(mutex_);
+          scheme::Traffic& t = traffic_[layer];
+          ++t.syncs;
+          t.sent_bytes += bytes;
+          t.received_bytes += bytes;
+          t.sent_messages += chunks_[layer];
+          t.received_messages += chunks_[layer];
+          return Status::ok();
+        },
+        scheme::Gate{{push, pull}, deadline});
   }
 
   scheme::Traffic traffic(size_t layer) const override {

@@ -124,19 +124,23 @@ transport::RequestPtr ServerOptimizedSyncImpl::startLayer(size_t layer, Deadline
   started.at = Clock::now();
   started.waited = false;
   // Both go out now: the gradient, then the ask for the version the layer's new clock needs.
+  // The driver finishes the layers in the order they come back (the gate), not start order.
   transport::RequestPtr push = client_->push(layer);
   transport::RequestPtr pull = client_->pull(layer);
-  started.request = driver_.submit(what, [this, layer, deadline, push, pull] {
-    POSEIDON_RETURN_IF_ERROR(client_->wait(push, deadline));
-    POSEIDON_RETURN_IF_ERROR(client_->wait(pull, deadline));
-    copyOut(layer);
-    std::lock_guard lock(mutex_);
-    Started& done = started_[layer];
-    done.version = client_->version(layer);
-    done.bytes_sent = push->bytes();
-    done.bytes_received = pull->bytes();
-    return Status::ok();
-  });
+  started.request = driver_.submit(
+      what,
+      [this, layer, deadline, push, pull] {
+        POSEIDON_RETURN_IF_ERROR(client_->wait(push, deadline));
+        POSEIDON_RETURN_IF_ERROR(client_->wait(pull, deadline));
+        copyOut(layer);
+        std::lock_guard lock(mutex_);
+        Started& done = started_[layer];
+        done.version = client_->version(layer);
+        done.bytes_sent = push->bytes();
+        done.bytes_received = pull->bytes();
+        return Status::ok();
+      },
+      scheme::Gate{{push, pull}, deadline});
   return started.request;
 }
 

@@ -11,9 +11,9 @@
 // lets wait-free backpropagation overlap a layer's sync with the backward pass of the layers
 // below it ([Poseidon ATC'17] section 3.1).
 //
-// Every worker starts a scheme's layers in the same order (the syncs of one scheme finish in start
-// order); between a layer's start() and the completion of its request, its gradient, factors and
-// parameters belong to the syncer.
+// Every worker starts a scheme's layers in the same order (a ring's, SFB's and Adam's syncs finish
+// in start order, the PS's in the order their parameters come back); between a layer's start() and the completion of
+// its request, its gradient, factors and parameters belong to the syncer.
 #pragma once
 
 #include <cstdint>

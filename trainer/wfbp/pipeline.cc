@@ -52,7 +52,7 @@ WfbpPipeline::~WfbpPipeline() {
   }
   changed_.notify_all();
   starter_wake_.notify_all();
-  completer_wake_.notify_all();
+  completions_->notify();
   starter_.join();
   completer_.join();
 }
@@ -233,13 +233,14 @@ void WfbpPipeline::runStarter() {
       std::lock_guard sync_lock(sync_mutex_);
       request = sync_.startLayer(unit, deadline);
     }
+    request->signalOnCompletion(completions_);
     {
       std::lock_guard lock(mutex_);
       started_[(started_head_ + started_count_) % started_.size()] =
           Started{unit, next.iteration, std::move(request), reported_at, started};
       ++started_count_;
     }
-    completer_wake_.notify_one();
+    completions_->notify();
   }
 }
 
@@ -257,23 +258,39 @@ Status WfbpPipeline::deliver(size_t unit) {
   return Status::ok();
 }
 
+bool WfbpPipeline::takeFinished(Started& next) {
+  for (size_t i = 0; i < started_count_; ++i) {
+    Started& slot = started_[(started_head_ + i) % started_.size()];
+    if (slot.collected || !slot.request->test()) continue;
+    next = slot;
+    slot.collected = true;
+    slot.request.reset();
+    break;
+  }
+  // Collected slots at the front are free again.
+  while (started_count_ > 0 && started_[started_head_].collected) {
+    started_head_ = (started_head_ + 1) % started_.size();
+    --started_count_;
+  }
+  return next.request != nullptr;
+}
+
 void WfbpPipeline::runCompleter() {
   for (;;) {
     Started next;
     {
+      // Read before looking (completion_signal.h): a sync that finishes after the look, a start
+      // and a stop all move it on.
+      const uint64_t seen = completions_->generation();
       std::unique_lock lock(mutex_);
-      completer_wake_.wait(lock, [&] { return stopping_ || started_count_ > 0; });
-      if (started_count_ == 0) return;  // stopping, nothing left to collect
-      next = std::move(started_[started_head_]);
-      started_head_ = (started_head_ + 1) % started_.size();
-      --started_count_;
-    }
-    // The sync ends by its own deadline; looking at stopping_ between slices only lets a
-    // destructor go without waiting the full deadline of a sync that no peer will finish.
-    while (!next.request->test()) {
-      (void)next.request->wait(Deadline::after(kStopPoll));
-      std::lock_guard lock(mutex_);
-      if (stopping_ && !next.request->test()) return;
+      if (!takeFinished(next)) {
+        // Syncs end by their own deadlines; a stopping pipeline does not wait for them (no peer
+        // may finish them), and the sliced wait lets it look.
+        if (stopping_) return;
+        lock.unlock();
+        (void)completions_->waitPast(seen, Deadline::after(kStopPoll));
+        continue;
+      }
     }
     const size_t unit = next.unit;
     Result<LayerSyncResult> result = LayerSyncResult{};

@@ -10,10 +10,12 @@
 //   send) into the sync's buffers and starts the sync with the scheme HybComm picked. Starts stay
 //   in report order on one thread because every worker must start a scheme's layers in the same
 //   order (a ring's steps and SFB's banks line up by it); a start never blocks on the network.
-// - the completer collects the syncs in start order (each scheme's driver finishes them and
+// - the completer collects the syncs as they finish (each scheme's driver finishes them and
 //   applies the optimizer step to the replica, whose parameters are the trainer's own memory),
 //   marks each layer updated, and closes the iteration on the sync once all its layers are in
-//   (HybComm's decision points, the replica check).
+//   (HybComm's decision points, the replica check). Finished first is collected first, not
+//   started first: the layer nearest the input is started last, and when its parameters come
+//   back early (the PS's priority) its next forward pass starts while larger layers still travel.
 // Several syncs, of one scheme or of several, are in flight at once: the schemes' driver threads
 // and the transport's progress engine are the pool that moves them.
 //
@@ -26,6 +28,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -36,6 +39,7 @@
 #include "trainer/sync/layer_sync.h"
 #include "trainer/wfbp/device_staging.h"
 #include "trainer/wfbp/sync_units.h"
+#include "transport/completion_signal.h"
 
 namespace poseidon::trainer {
 
@@ -122,6 +126,7 @@ class WfbpPipeline {
     uint64_t iteration = 0;
     transport::RequestPtr request;
     Clock::time_point reported{}, started{};
+    bool collected = false;  // taken by the completer; its slot frees once those before it are
   };
   struct LayerState {
     uint64_t reported = 0;   // gradientReady calls
@@ -132,6 +137,9 @@ class WfbpPipeline {
 
   void runStarter();
   void runCompleter();
+  // Takes the earliest-started sync that has finished, if any, and frees the slots at the front
+  // that were taken; mutex_ held.
+  bool takeFinished(Started& next);
   Status copyIn(size_t layer);
   Status deliver(size_t unit);  // a completed unit's parameters to its layers' buffers
   void fail(Status status);     // keeps the first failure; mutex_ held
@@ -142,16 +150,18 @@ class WfbpPipeline {
   const PipelineOptions options_;
   const uint64_t first_iteration_;
 
-  mutable std::mutex mutex_;                // everything below but sync_ and the two per-thread vectors
-  std::condition_variable changed_;         // a layer's sync completed, an iteration closed, a failure
-  std::condition_variable starter_wake_;    // a layer was reported, an iteration closed, stop
-  std::condition_variable completer_wake_;  // a sync was started, stop
+  mutable std::mutex mutex_;              // everything below but sync_ and the two per-thread vectors
+  std::condition_variable changed_;       // a layer's sync completed, an iteration closed, a failure
+  std::condition_variable starter_wake_;  // a layer was reported, an iteration closed, stop
+  // The completer's wake-up: a started sync finished (Request::signalOnCompletion), a sync was
+  // started, stop.
+  const std::shared_ptr<transport::CompletionSignal> completions_ = std::make_shared<transport::CompletionSignal>();
   std::vector<LayerState> layers_;
   std::vector<size_t> unit_copied_;                       // members copied in this iteration, per unit (starter only)
   std::vector<Clock::time_point> completed_reported_at_;  // per layer, for on_sync (completer only)
-  // Reported layers not yet started, and started syncs not yet collected: fixed-capacity rings of
-  // two iterations' layers (a layer is reported again only after its last sync was waited for,
-  // so at most two iterations are ever in flight).
+  // Reported layers not yet started, and started syncs not yet freed (collected ones wait for
+  // those started before them): fixed-capacity rings of two iterations' layers (a layer is reported again only after
+  // its last sync was waited for, so at most two iterations are ever in flight).
   struct Ready {
     size_t layer = 0;
     uint64_t iteration = 0;
