@@ -123,10 +123,13 @@ constexpr int kWorkers = 2;
 constexpr uint64_t kIterations = 6;
 using Trajectory = std::vector<std::vector<float>>;  // parameters after each iteration
 
-// Each worker's parameters after each iteration (read after that iteration's waits).
-std::vector<Trajectory> toyRun(const ps::Consistency& consistency) {
+// Each worker's parameters after each iteration (read after that iteration's waits). `priority`:
+// the workers reorder their pushes and the servers their answers (PushSchedule::priority).
+std::vector<Trajectory> toyRun(const ps::Consistency& consistency, bool priority = false) {
   std::vector<Trajectory> runs(kWorkers);
-  const auto statuses = runSessionJob(psJob(kWorkers, consistency), [&](trainer::Session& session, int w) -> Status {
+  trainer::SessionOptions options = psJob(kWorkers, consistency);
+  options.push.priority = priority;
+  const auto statuses = runSessionJob(options, [&](trainer::Session& session, int w) -> Status {
     Toy toy(w == 0 ? 1.0f : 7.0f);  // worker 0's parameters must reach every worker
     POSEIDON_RETURN_IF_ERROR(toy.add(session));
     POSEIDON_RETURN_IF_ERROR(session.start());
@@ -188,10 +191,8 @@ std::string sspZeroRead(std::span<const float> got, const Trajectory& reference,
   return sameBits(got, fresher) ? "fresher" : "";
 }
 
-TEST(SessionConsistency, SspZeroReadsAtLeastWhatBspReadsAndEndsAsOneProcess) {
-  const Trajectory reference = toyReference();
-  const std::vector<Trajectory> ssp = toyRun(ps::Consistency::ssp(0));
-  const std::vector<Trajectory> bsp = toyRun(ps::Consistency::bsp());
+void expectSspZeroReads(const std::vector<Trajectory>& ssp, const std::vector<Trajectory>& bsp,
+                        const Trajectory& reference) {
   const size_t fc = kFcRows * kFcCols + kFcRows;
   for (int w = 0; w < kWorkers; ++w) {
     const Trajectory& mine = ssp[static_cast<size_t>(w)];
@@ -209,8 +210,19 @@ TEST(SessionConsistency, SspZeroReadsAtLeastWhatBspReadsAndEndsAsOneProcess) {
     // No push comes after the last iteration: every worker ends with the one process's bits.
     EXPECT_TRUE(sameBits(mine.back(), reference.back())) << "SSP(0) worker " << w << " at the end";
   }
+}
+
+TEST(SessionConsistency, SspZeroReadsAtLeastWhatBspReadsAndEndsAsOneProcess) {
+  const Trajectory reference = toyReference();
+  expectSspZeroReads(toyRun(ps::Consistency::ssp(0)), toyRun(ps::Consistency::bsp()), reference);
   // The reference moved: a sync that updated nothing would fail above, not pass vacuously.
   EXPECT_FALSE(sameBits(reference.back(), Toy(1.0f).snapshot()));
+}
+
+// With priority the servers answer each worker's pulls nearest the input first, under SSP as under
+// BSP (the workers announce it whatever the consistency): the same reads, the same end.
+TEST(SessionConsistency, PriorityKeepsWhatSspAndBspRead) {
+  expectSspZeroReads(toyRun(ps::Consistency::ssp(0), true), toyRun(ps::Consistency::bsp(), true), toyReference());
 }
 
 // Worker 1 sleeps every iteration; worker 0 may run ahead by the staleness bound and no more.
