@@ -67,8 +67,9 @@ void addTraceOptions(CLI::App& app, TraceCommandLine& c) {
                  "planned: probe (default: the Session times the link to worker 1 at start-up) or link (the scaled "
                  "rate and --latency-us through the cost model)")
       ->type_name("probe|link");
-  app.add_flag("--priority", c.priority,
-               "PS syncs send the chunks of the layers nearest the input first when several wait for the link");
+  app.add_flag("--priority,!--no-priority", c.priority,
+               "PS syncs send the chunks of the layers nearest the input first when several wait for the link, "
+               "pushes and the servers' answers (default on; --no-priority: in the order they became ready)");
   app.add_option("--send-budget", c.send_budget,
                  "The bandwidth manager: this process sends at most this rate on the wire (tc units, e.g. 50mbit; "
                  "not scaled: it meters the real link); with --send-budget-share, the budget of every process on "

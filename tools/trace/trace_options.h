@@ -36,7 +36,7 @@ struct TraceCommandLine {
   std::string hybcomm = "closed";
   std::string merge = "off";         // MG-WFBP: off, planned, fixed:<groups>
   std::string merge_cost = "probe";  // planned: T(M) from a probe of the link, or from --latency-us and the rate
-  bool priority = false;             // SessionOptions::push.priority
+  bool priority = true;              // SessionOptions::push.priority
   std::string send_budget;           // this process's send budget on the wire, tc units; empty: none
   std::string send_budget_share;     // DeviceOptions::send_budget_share
   uint64_t iterations = 10;

@@ -84,6 +84,9 @@ void addTrainOptions(CLI::App& app, TrainCommandLine& c) {
                  "0 probes its link and plans), or fixed:<groups> (positions from the output layer: fixed:0,1,2-3 "
                  "merges conv1 and conv2)")
       ->type_name("MODE");
+  app.add_flag("--priority,!--no-priority", c.priority,
+               "PS chunks of the layers nearest the input go first, pushes and the servers' answers (default on; "
+               "--no-priority: in the order they became ready)");
   app.add_option("--consistency", c.consistency_spec,
                  "bsp (default: HybComm, the optimizer on the workers), ssp:<staleness> or "
                  "async[:push=<n>,fetch=<n>] (every layer through the PS, the optimizer on its servers; needs "
@@ -213,6 +216,7 @@ trainer::SessionOptions sessionOptions(const TrainCommandLine& c, const std::str
   options.optimizer = c.optimizer;
   options.hybcomm = c.hybcomm_options;
   options.merge = c.merge_options;
+  options.push.priority = c.priority;
   options.consistency = c.consistency;
   options.device.backend = c.backend;
   options.device.address = address;

@@ -1,9 +1,8 @@
 // poseidon-train's command line: the job's shape (--workers, --ps-servers, --adam-servers), the
-// training run (--batch, --epochs, --optimizer, --hybcomm, --merge, --consistency, --seed, --data-dir,
-// --max-steps), the
-// transport (--backend, --address, --secret, --timeout), the outputs (--out) and checkpoints.
-// Every rank of a job is given the same options; the rank itself comes from the launch
-// environment (POSEIDON_RANK / POSEIDON_SIZE / POSEIDON_ROOT, mpirun, srun).
+// training run (--batch, --epochs, --optimizer, --hybcomm, --merge, --priority, --consistency,
+// --seed, --data-dir, --max-steps), the transport (--backend, --address, --secret, --timeout), the
+// outputs (--out) and checkpoints. Every rank of a job is given the same options; the rank itself
+// comes from the launch environment (POSEIDON_RANK / POSEIDON_SIZE / POSEIDON_ROOT, mpirun, srun).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -36,6 +35,7 @@ struct TrainCommandLine {
   std::string hybcomm = "closed";
   std::string merge = "off";             // MG-WFBP: off, planned (profiled here, probed at start-up), fixed:<groups>
   std::string consistency_spec = "bsp";  // ps::parseConsistency's spelling
+  bool priority = true;                  // SessionOptions::push.priority
   uint64_t seed = 1;
   std::string data_dir;  // empty: trainer::data::fashionMnistDir()
   std::string out_dir = "train-out";
