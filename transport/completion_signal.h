@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "common/deadline.h"
+#include "common/deadline_wait.h"
 
 namespace poseidon::transport {
 
@@ -35,12 +36,7 @@ class CompletionSignal {
   // True once the generation differs from `seen`, false when the deadline passed first.
   bool waitPast(uint64_t seen, Deadline deadline) const {
     std::unique_lock lock(mutex_);
-    const auto moved = [&] { return generation_ != seen; };
-    if (deadline.isNever()) {  // time_point::max() is kept out of wait_until, where it may overflow
-      changed_.wait(lock, moved);
-      return true;
-    }
-    return changed_.wait_until(lock, deadline.at(), moved);
+    return waitWithDeadline(changed_, lock, deadline, [&] { return generation_ != seen; });
   }
 
  private:
