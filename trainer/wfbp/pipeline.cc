@@ -261,14 +261,12 @@ Status WfbpPipeline::deliver(size_t unit) {
 bool WfbpPipeline::takeFinished(Started& next) {
   for (size_t i = 0; i < started_count_; ++i) {
     Started& slot = started_[(started_head_ + i) % started_.size()];
-    if (slot.collected || !slot.request->test()) continue;
-    next = slot;
-    slot.collected = true;
-    slot.request.reset();
+    if (!slot.request || !slot.request->test()) continue;  // no request: collected already
+    next = std::move(slot);                                // leaves the slot's request null
     break;
   }
   // Collected slots at the front are free again.
-  while (started_count_ > 0 && started_[started_head_].collected) {
+  while (started_count_ > 0 && !started_[started_head_].request) {
     started_head_ = (started_head_ + 1) % started_.size();
     --started_count_;
   }

@@ -126,7 +126,6 @@ class WfbpPipeline {
     uint64_t iteration = 0;
     transport::RequestPtr request;
     Clock::time_point reported{}, started{};
-    bool collected = false;  // taken by the completer; its slot frees once those before it are
   };
   struct LayerState {
     uint64_t reported = 0;   // gradientReady calls
@@ -137,8 +136,8 @@ class WfbpPipeline {
 
   void runStarter();
   void runCompleter();
-  // Takes the earliest-started sync that has finished, if any, and frees the slots at the front
-  // that were taken; mutex_ held.
+  // Takes the earliest-started sync that has finished, if any (its slot keeps a null request until
+  // the slots before it are taken too), and frees the taken slots at the front; mutex_ held.
   bool takeFinished(Started& next);
   Status copyIn(size_t layer);
   Status deliver(size_t unit);  // a completed unit's parameters to its layers' buffers
