@@ -13,6 +13,7 @@
 
 #include "common/deadline_wait.h"
 #include "ps/checkpoint/resume.h"
+#include "ps/held_chunks.h"
 #include "ps/imm_code.h"
 #include "ps/region_exchange.h"
 #include "ps/shard.h"
@@ -186,13 +187,11 @@ class ClientImpl final : public Client {
   mutable std::mutex mutex_;
   std::vector<ChunkTrack> chunks_;
   // Per server: pushed bytes not yet acknowledged, and chunks ready but held back, so acks pace
-  // this worker to the aggregation (see push_window_bytes). held_ is a min-heap of (key, chunk):
-  // the key is the chunk's index under priority, else the order it became ready in. Its room is
-  // reserved for every chunk of the server (a chunk is held at most once), so it never allocates.
+  // this worker to the aggregation (see push_window_bytes). Held chunks leave by index under
+  // priority, else in the order they became ready; the room is reserved for every chunk of the
+  // server (a chunk is held at most once), so holding never allocates.
   std::vector<uint64_t> unacked_bytes_;
-  using HeldChunk = std::pair<uint64_t, uint32_t>;
-  std::vector<std::vector<HeldChunk>> held_;
-  uint64_t held_sequence_ = 0;
+  std::vector<HeldChunks> held_;
   std::vector<LayerTrack> layers_;
   Status failure_;
   std::condition_variable failure_cv_;  // a failure, or a pull answered (finish() waits for those)
@@ -351,24 +350,18 @@ void ClientImpl::queuePushLocked(uint32_t c) {
     return;
   }
   chunk.queued = true;
-  auto& held = held_[static_cast<size_t>(chunk.server)];
-  held.emplace_back(priority_ ? uint64_t{c} : held_sequence_++, c);
-  std::push_heap(held.begin(), held.end(), std::greater<>());
+  held_[static_cast<size_t>(chunk.server)].hold(priority_ ? uint64_t{c} : 0, c);
 }
 
 void ClientImpl::drainPushesLocked(int server) {
   // Without a window the fast workers fill their slots far ahead of the slowest one (TCP shares
   // a server's link unevenly), the server idles, then drains a backlog: acks pace the pushes.
-  auto& held = held_[static_cast<size_t>(server)];
-  uint64_t& unacked = unacked_bytes_[static_cast<size_t>(server)];
-  while (!held.empty() && (unacked == 0 || unacked + chunks_[held.front().second].bytes <= push_window_bytes_)) {
-    std::pop_heap(held.begin(), held.end(), std::greater<>());
-    const uint32_t c = held.back().second;
-    held.pop_back();
-    chunks_[c].queued = false;
-    unacked += chunks_[c].bytes;
-    sendPushLocked(c);
-  }
+  held_[static_cast<size_t>(server)].release(
+      unacked_bytes_[static_cast<size_t>(server)], push_window_bytes_, [&](uint32_t c) { return chunks_[c].bytes; },
+      [&](uint32_t c) {
+        chunks_[c].queued = false;
+        sendPushLocked(c);
+      });
 }
 
 void ClientImpl::sendPushLocked(uint32_t c) {
@@ -576,13 +569,8 @@ Status ClientImpl::handle(int server, const Imm& imm) {
       // For our next push (the clock of pushes made), or one we made since (then stale).
       if (widenAtMost(chunk.pushes, imm.value) != chunk.pushes) return Status::ok();
       chunk.awaited = chunk.pushes;
-      if (!chunk.queued) return Status::ok();  // not ready yet, or awaiting the previous ack
-      auto& held = held_[static_cast<size_t>(server)];
-      const auto entry = std::find_if(held.begin(), held.end(), [c](const HeldChunk& h) { return h.second == c; });
-      if (entry != held.end()) {  // always, while queued; the check keeps a broken invariant from corrupting the heap
-        held.erase(entry);
-        std::make_heap(held.begin(), held.end(), std::greater<>());
-      }
+      if (!chunk.queued) return Status::ok();             // not ready yet, or awaiting the previous ack
+      (void)held_[static_cast<size_t>(server)].erase(c);  // held while queued
       chunk.queued = false;
       queuePushLocked(c);
       return Status::ok();

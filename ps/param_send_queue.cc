@@ -8,8 +8,7 @@ ParamSendQueue::ParamSendQueue(int workers, std::vector<uint64_t> chunk_bytes, u
     : chunk_bytes_(std::move(chunk_bytes)),
       window_bytes_(window_bytes),
       post_(std::move(post)),
-      workers_(static_cast<size_t>(workers)),
-      thread_([this] { loop(); }) {}
+      workers_(static_cast<size_t>(workers)) {}
 
 ParamSendQueue::~ParamSendQueue() {
   {
@@ -17,15 +16,14 @@ ParamSendQueue::~ParamSendQueue() {
     stopping_ = true;
   }
   signal_->notify();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void ParamSendQueue::enqueue(int worker, uint32_t chunk) {
   {
     std::lock_guard lock(mutex_);
-    std::vector<Held>& held = workers_[static_cast<size_t>(worker)].held;
-    held.emplace_back(chunk, sequence_++);
-    std::push_heap(held.begin(), held.end(), std::greater<>());
+    workers_[static_cast<size_t>(worker)].held.hold(chunk, chunk);
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
   }
   signal_->notify();
 }
@@ -45,14 +43,11 @@ void ParamSendQueue::takeSendable(std::vector<Posting>& out) {
       queue.in_flight_bytes -= write.second;
       return true;
     });
-    while (!queue.held.empty()) {
-      const uint64_t bytes = chunk_bytes_[queue.held.front().first];
-      if (queue.in_flight_bytes > 0 && queue.in_flight_bytes + bytes > window_bytes_) break;
-      std::pop_heap(queue.held.begin(), queue.held.end(), std::greater<>());
-      out.push_back({static_cast<int>(w), queue.held.back().first});
-      queue.held.pop_back();
-      queue.in_flight_bytes += bytes;
-    }
+    queue.held.release(
+        queue.in_flight_bytes, window_bytes_, [&](uint32_t chunk) { return chunk_bytes_[chunk]; },
+        [&](uint32_t chunk) {
+          out.push_back({static_cast<int>(w), chunk});
+        });
   }
 }
 

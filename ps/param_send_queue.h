@@ -8,8 +8,8 @@
 // such a worker wait in a min-heap by chunk index (chunks are laid out in model order, so the
 // index grows with the distance from the input) and at most `window_bytes` of them are in the
 // transport at a time (one chunk always goes): a chunk nearer the input overtakes a large layer
-// between its chunks, ByteScheduler's priority on the way back. One thread posts every worker's
-// writes; completions wake it (transport/completion_signal.h).
+// between its chunks, ByteScheduler's priority on the way back. One thread, started by the first
+// write queued, posts every worker's writes; completions wake it (transport/completion_signal.h).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "ps/held_chunks.h"
 #include "transport/completion_signal.h"
 #include "transport/request.h"
 
@@ -45,9 +46,8 @@ class ParamSendQueue {
   size_t held() const;
 
  private:
-  using Held = std::pair<uint32_t, uint64_t>;  // (chunk, sequence): by chunk, then in queued order
   struct WorkerQueue {
-    std::vector<Held> held;                                             // min-heap
+    HeldChunks held;                                                    // by chunk, then in queued order
     std::vector<std::pair<transport::RequestPtr, uint64_t>> in_flight;  // the write and its bytes
     uint64_t in_flight_bytes = 0;                                       // includes writes being posted
   };
@@ -66,9 +66,8 @@ class ParamSendQueue {
   const std::shared_ptr<transport::CompletionSignal> signal_ = std::make_shared<transport::CompletionSignal>();
   mutable std::mutex mutex_;
   std::vector<WorkerQueue> workers_;
-  uint64_t sequence_ = 0;
   bool stopping_ = false;
-  std::thread thread_;  // last: started once the rest is built
+  std::thread thread_;  // started by the first enqueue: a server no worker asks for priority has none
 };
 
 }  // namespace poseidon::ps

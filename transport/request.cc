@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -40,6 +41,7 @@ void Request::setSpinNanos(int64_t nanos) { g_spin_nanos.store(nanos, std::memor
 
 void Request::complete(Status status, uint64_t bytes, uint32_t imm) {
   std::shared_ptr<CompletionSignal> signal;
+  std::vector<std::shared_ptr<CompletionSignal>> more_signals;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_.load(std::memory_order_relaxed)) return;
@@ -49,20 +51,28 @@ void Request::complete(Status status, uint64_t bytes, uint32_t imm) {
     completed_at_ = Clock::now();
     done_.store(true, std::memory_order_release);
     signal = std::move(signal_);
+    more_signals = std::move(more_signals_);
   }
   cv_.notify_all();
   if (signal) signal->notify();
+  for (const std::shared_ptr<CompletionSignal>& more : more_signals) more->notify();
 }
 
 void Request::signalOnCompletion(std::shared_ptr<CompletionSignal> signal) {
+  if (!signal) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!done_.load(std::memory_order_relaxed)) {
-      signal_ = std::move(signal);
+      if (!signal_) {
+        signal_ = std::move(signal);
+      } else if (signal_ != signal &&
+                 std::find(more_signals_.begin(), more_signals_.end(), signal) == more_signals_.end()) {
+        more_signals_.push_back(std::move(signal));
+      }
       return;
     }
   }
-  if (signal) signal->notify();
+  signal->notify();
 }
 
 Status Request::wait(Deadline deadline) {

@@ -62,8 +62,8 @@ class Request {
   const std::string& what() const;
 
   // Notifies `signal` when the request completes (at once if it already has), for a thread that
-  // waits for whichever of several requests finishes first (completion_signal.h). One signal per
-  // request: a later call replaces the earlier one, so only the request's owner sets it.
+  // waits for whichever of several requests finishes first (completion_signal.h). Each signal
+  // given is notified once; giving the same signal again changes nothing.
   void signalOnCompletion(std::shared_ptr<CompletionSignal> signal);
 
   // Backend side: the first call wins, later ones are ignored (a request that already
@@ -88,7 +88,10 @@ class Request {
   mutable std::string what_;  // with a label: formatted on the first what(), under mutex_
   RequestLabel label_;
   const bool labelled_ = false;
-  std::shared_ptr<CompletionSignal> signal_;  // under mutex_
+  // Under mutex_. The first signal inline: a request watched by two threads is rare, and only that
+  // allocates.
+  std::shared_ptr<CompletionSignal> signal_;
+  std::vector<std::shared_ptr<CompletionSignal>> more_signals_;
   Progress* const progress_;
 };
 

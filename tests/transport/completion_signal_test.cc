@@ -49,6 +49,24 @@ TEST(CompletionSignal, ARequestAlreadyCompleteSignalsAtOnce) {
   EXPECT_TRUE(signal->waitPast(seen, Deadline::never()));
 }
 
+// Two threads watching one request (a driver and a pipeline) each get their wake-up: a second
+// signal does not replace the first. The same signal given twice is notified once.
+TEST(CompletionSignal, EverySignalGivenToARequestIsNotified) {
+  auto first = std::make_shared<CompletionSignal>();
+  auto second = std::make_shared<CompletionSignal>();
+  auto third = std::make_shared<CompletionSignal>();
+  auto request = std::make_shared<Request>("watched twice");
+  request->signalOnCompletion(first);
+  request->signalOnCompletion(second);
+  request->signalOnCompletion(second);
+  request->signalOnCompletion(third);
+  request->signalOnCompletion(nullptr);
+  request->complete(Status::ok());
+  EXPECT_EQ(first->generation(), 1u);
+  EXPECT_EQ(second->generation(), 1u);
+  EXPECT_EQ(third->generation(), 1u);
+}
+
 // The owner's pattern: read the generation, look, wait. A completion racing the look is never lost.
 TEST(CompletionSignal, ACompletionBetweenLookingAndWaitingIsNotLost) {
   for (int round = 0; round < 200; ++round) {
