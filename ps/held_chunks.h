@@ -27,9 +27,12 @@ class HeldChunks {
     std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
   }
 
-  // Forgets `chunk` (its first entry); false when it is not held.
+  // Forgets the entry of `chunk` held earliest; false when it is not held.
   bool erase(uint32_t chunk) {
-    const auto entry = std::find_if(heap_.begin(), heap_.end(), [chunk](const Entry& e) { return e.chunk == chunk; });
+    auto entry = heap_.end();
+    for (auto e = heap_.begin(); e != heap_.end(); ++e) {
+      if (e->chunk == chunk && (entry == heap_.end() || e->sequence < entry->sequence)) entry = e;
+    }
     if (entry == heap_.end()) return false;
     heap_.erase(entry);
     std::make_heap(heap_.begin(), heap_.end(), std::greater<>());

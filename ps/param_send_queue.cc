@@ -1,6 +1,7 @@
 #include "ps/param_send_queue.h"
 
 #include <algorithm>
+#include <system_error>
 
 namespace poseidon::ps {
 
@@ -19,11 +20,21 @@ ParamSendQueue::~ParamSendQueue() {
   if (thread_.joinable()) thread_.join();
 }
 
+Status ParamSendQueue::start() {
+  std::lock_guard lock(mutex_);
+  if (thread_.joinable()) return Status::ok();
+  try {
+    thread_ = std::thread([this] { loop(); });
+  } catch (const std::system_error& error) {
+    return makeStatus(StatusCode::kUnavailable, "cannot start the priority send queue's thread: {}", error.what());
+  }
+  return Status::ok();
+}
+
 void ParamSendQueue::enqueue(int worker, uint32_t chunk) {
   {
     std::lock_guard lock(mutex_);
     workers_[static_cast<size_t>(worker)].held.hold(chunk, chunk);
-    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
   }
   signal_->notify();
 }

@@ -8,8 +8,9 @@
 // such a worker wait in a min-heap by chunk index (chunks are laid out in model order, so the
 // index grows with the distance from the input) and at most `window_bytes` of them are in the
 // transport at a time (one chunk always goes): a chunk nearer the input overtakes a large layer
-// between its chunks, ByteScheduler's priority on the way back. One thread, started by the first
-// write queued, posts every worker's writes; completions wake it (transport/completion_signal.h).
+// between its chunks, ByteScheduler's priority on the way back. One thread, started when the first
+// worker asks for priority (start()), posts every worker's writes; completions wake it
+// (transport/completion_signal.h). A server no worker asks has no thread.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/status.h"
 #include "ps/held_chunks.h"
 #include "transport/completion_signal.h"
 #include "transport/request.h"
@@ -37,6 +39,10 @@ class ParamSendQueue {
   ~ParamSendQueue();
   ParamSendQueue(const ParamSendQueue&) = delete;
   ParamSendQueue& operator=(const ParamSendQueue&) = delete;
+
+  // Starts the posting thread if it is not running; fails, naming why, when the system has no
+  // thread to give. Call before the first enqueue.
+  Status start();
 
   // Queues one write of `chunk` to `worker` (two answered pulls of a chunk are two writes, sent in
   // the order queued). The caller may hold the chunk's lock: posting happens on the queue's thread.
@@ -67,7 +73,7 @@ class ParamSendQueue {
   mutable std::mutex mutex_;
   std::vector<WorkerQueue> workers_;
   bool stopping_ = false;
-  std::thread thread_;  // started by the first enqueue: a server no worker asks for priority has none
+  std::thread thread_;  // under mutex_ until destruction, which no start() or enqueue() races
 };
 
 }  // namespace poseidon::ps

@@ -127,7 +127,8 @@ class ServerImpl final : public Server {
   Status onPull(int worker, uint32_t index, uint32_t low);
   Status onInit(int worker, uint32_t index);
   void onCheckpointRequest(int worker, uint32_t low);
-  void onAnnounce(int worker);
+  // Fails only when the send queue's thread cannot be started.
+  Status onAnnounce(int worker);
   // A worker's wait timed out: tell it afresh whom each of its waiting pulls waits for (a kBlocked
   // is sent when a pull starts waiting, and its blocker may have pushed since), then kPong.
   void onPing(int worker, uint32_t value);
@@ -335,7 +336,7 @@ Status ServerImpl::handle(int worker, const Imm& imm) {
     case ToServer::kPull: return onPull(worker, imm.chunk, imm.value);
     case ToServer::kInit: return onInit(worker, imm.chunk);
     case ToServer::kCheckpoint: onCheckpointRequest(worker, imm.value); return Status::ok();
-    case ToServer::kAnnounce: onAnnounce(worker); return Status::ok();
+    case ToServer::kAnnounce: return onAnnounce(worker);
     case ToServer::kPing: onPing(worker, imm.value); return Status::ok();
     case ToServer::kBye: break;  // handled by workerLoop
   }
@@ -527,13 +528,17 @@ void ServerImpl::onCheckpointRequest(int worker, uint32_t low) {
   checkpointer_->request(widenAtLeast(version(), low));
 }
 
-void ServerImpl::onAnnounce(int worker) {
-  if (announce_[static_cast<size_t>(worker)].exchange(true)) return;  // once is enough; a peer may repeat it
+Status ServerImpl::onAnnounce(int worker) {
+  if (announce_[static_cast<size_t>(worker)].load()) return Status::ok();  // once is enough; a peer may repeat it
+  // Before any answer can be queued for it: its thread starts here, outside every chunk lock.
+  POSEIDON_RETURN_IF_ERROR(send_queue_->start());
+  if (announce_[static_cast<size_t>(worker)].exchange(true)) return Status::ok();
   // Pushes that arrived before: onPush, under the same chunk lock, announces those that follow.
   for (uint32_t index = 0; index < chunks_.size(); ++index) {
     std::lock_guard lock(chunks_[index].mutex);
     if (chunks_[index].arrived > 0) announceLocked(index, chunks_[index], worker);
   }
+  return Status::ok();
 }
 
 void ServerImpl::announceLocked(uint32_t index, const ChunkState& chunk, int worker) {

@@ -57,7 +57,7 @@ class SerialDriver {
   // names the layer and the peer itself. After shutdown began, the request fails at once.
   transport::RequestPtr submit(std::string what, std::function<Status()> work);
   // The same, but `work` runs only once its gate opened (see above). The gate's requests signal
-  // this driver on completion (Request::signalOnCompletion), so they must be the caller's own.
+  // this driver on completion (Request::signalOnCompletion), beside any other thread watching them.
   transport::RequestPtr submit(std::string what, std::function<Status()> work, Gate gate);
 
   // Works queued or running.

@@ -63,7 +63,7 @@ class Request {
 
   // Notifies `signal` when the request completes (at once if it already has), for a thread that
   // waits for whichever of several requests finishes first (completion_signal.h). Each signal
-  // given is notified once; giving the same signal again changes nothing.
+  // given while the request is pending is notified once, however often it was given.
   void signalOnCompletion(std::shared_ptr<CompletionSignal> signal);
 
   // Backend side: the first call wins, later ones are ignored (a request that already

@@ -64,6 +64,7 @@ TEST(ParamSendQueue, HeldWritesGoNearestTheInputFirstAsTheWindowOpens) {
   FakeWrites writes;
   ParamSendQueue queue(1, std::vector<uint64_t>(16, kChunkBytes), 2 * kChunkBytes,
                        [&writes](int worker, uint32_t chunk) { return writes.post(worker, chunk); });
+  ASSERT_TRUE(queue.start().isOk());
   // The backward pass's order: the output's chunks are ready first.
   queue.enqueue(0, 9);
   ASSERT_EQ(writes.posted(1), (Posted{{0, 9}}));
@@ -90,6 +91,7 @@ TEST(ParamSendQueue, RepeatedChunksGoInQueuedOrderAndOneChunkAlwaysGoes) {
   FakeWrites writes;
   ParamSendQueue queue(1, std::vector<uint64_t>(16, kChunkBytes), kChunkBytes / 2,
                        [&writes](int worker, uint32_t chunk) { return writes.post(worker, chunk); });
+  ASSERT_TRUE(queue.start().isOk());
   queue.enqueue(0, 4);
   ASSERT_EQ(writes.posted(1), (Posted{{0, 4}}));
   queue.enqueue(0, 4);
@@ -107,6 +109,7 @@ TEST(ParamSendQueue, AFullWindowHoldsOnlyItsOwnWorkerAndAGoneWorkerFreesIt) {
   FakeWrites writes;
   ParamSendQueue queue(3, std::vector<uint64_t>(16, kChunkBytes), kChunkBytes,
                        [&writes](int worker, uint32_t chunk) { return writes.post(worker, chunk); });
+  ASSERT_TRUE(queue.start().isOk());
   queue.enqueue(0, 1);
   queue.enqueue(0, 2);  // held: worker 0's window is full
   ASSERT_EQ(writes.posted(1).size(), 1u);
@@ -117,6 +120,19 @@ TEST(ParamSendQueue, AFullWindowHoldsOnlyItsOwnWorkerAndAGoneWorkerFreesIt) {
   queue.enqueue(2, 2);  // the first went nowhere: no write holds the window
   EXPECT_EQ(writes.posted(4), (Posted{{0, 1}, {1, 3}, {2, 1}, {2, 2}}));
   EXPECT_EQ(queue.held(), 1u);
+}
+
+// A server whose workers never ask for priority starts no thread: the queue is built and destroyed
+// idle, and start() is idempotent.
+TEST(ParamSendQueue, NoThreadUntilStartedAndStartTwiceIsOne) {
+  FakeWrites writes;
+  { ParamSendQueue idle(2, std::vector<uint64_t>(4, kChunkBytes), kChunkBytes, nullptr); }
+  ParamSendQueue queue(1, std::vector<uint64_t>(4, kChunkBytes), kChunkBytes,
+                       [&writes](int worker, uint32_t chunk) { return writes.post(worker, chunk); });
+  ASSERT_TRUE(queue.start().isOk());
+  ASSERT_TRUE(queue.start().isOk());
+  queue.enqueue(0, 3);
+  EXPECT_EQ(writes.posted(1), (Posted{{0, 3}}));
 }
 
 }  // namespace

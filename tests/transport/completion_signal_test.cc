@@ -59,6 +59,7 @@ TEST(CompletionSignal, EverySignalGivenToARequestIsNotified) {
   request->signalOnCompletion(first);
   request->signalOnCompletion(second);
   request->signalOnCompletion(second);
+  request->signalOnCompletion(first);
   request->signalOnCompletion(third);
   request->signalOnCompletion(nullptr);
   request->complete(Status::ok());

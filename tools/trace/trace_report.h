@@ -21,8 +21,10 @@ namespace poseidon::tools {
 // each scheme for every layer it applies to, and the least of them per layer summed (the best any
 // per-layer choice can do).
 //
-// The ratios divide by `floor_s` instead: the same least choice per layer with its bytes alone,
-// plus one message's latency. The cost model's latencies add up, which real messages' do not (a
+// The ratios divide by `floor_s` instead: per layer the scheme moving the fewest bytes through the
+// busiest node (not always the cost model's choice), at the link rate, plus one message's latency.
+// Its bytes are the busiest node's as bench-overlap runs the PS: a server colocated with each
+// worker. The cost model's latencies add up, which real messages' do not (a
 // node's messages to its peers, and WFBP's layers, are in flight together): for ResNet-50's 107
 // layers on 8 workers they make 150 of its 283 ms, and a run that overlaps them came in under it.
 // No schedule moves the busiest node's bytes faster than its link, so the floor is one.
