@@ -529,10 +529,10 @@ void ServerImpl::onCheckpointRequest(int worker, uint32_t low) {
 }
 
 Status ServerImpl::onAnnounce(int worker) {
-  if (announce_[static_cast<size_t>(worker)].load()) return Status::ok();  // once is enough; a peer may repeat it
-  // Before any answer can be queued for it: its thread starts here, outside every chunk lock.
+  // Before any answer can be queued for it: the queue's thread starts here (once for all
+  // workers), outside every chunk lock.
   POSEIDON_RETURN_IF_ERROR(send_queue_->start());
-  if (announce_[static_cast<size_t>(worker)].exchange(true)) return Status::ok();
+  if (announce_[static_cast<size_t>(worker)].exchange(true)) return Status::ok();  // a peer may repeat it
   // Pushes that arrived before: onPush, under the same chunk lock, announces those that follow.
   for (uint32_t index = 0; index < chunks_.size(); ++index) {
     std::lock_guard lock(chunks_[index].mutex);
