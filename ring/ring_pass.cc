@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "kernels/sum_into.h"
 #include "ring/ring_geometry.h"
 #include "ring/ring_imm.h"
 #include "ring/ring_state.h"
@@ -183,7 +184,7 @@ class Pass {
       // rank's term goes after the sum so far: see the order in ring_allreduce.h) and free it.
       const float* in = s_.staging.data() + (s_.pieces_staged % s_.slots) * s_.piece_floats;
       float* sum = s_.data.data() + base_ + piece.offset;
-      for (uint64_t i = 0; i < piece.floats; ++i) sum[i] = in[i] + sum[i];
+      kernels::sumInto(sum, in, piece.floats);
       ++s_.pieces_staged;
       POSEIDON_RETURN_IF_ERROR(makeRoom(s_.writes->capacity()));
       s_.writes->push(

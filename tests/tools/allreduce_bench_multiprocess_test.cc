@@ -32,27 +32,15 @@ TEST(AllreduceBenchMultiprocess, TwoRanksSumEverySizeCorrectly) {
   // 4 KiB, 64 KiB, 1 MiB + 12 bytes' worth via --factor 16 from 4108: 4108, 65728, 1051648.
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int r = 0; r < 2; ++r) {
-    ranks.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{"env",
-                                                                            "POSEIDON_RANK=" + std::to_string(r),
-                                                                            "POSEIDON_SIZE=2",
-                                                                            root,
-                                                                            "POSEIDON_SECRET=allreduce-test",
-                                                                            POSEIDON_ALLREDUCE_BENCH_BINARY,
-                                                                            "--min-bytes",
-                                                                            "4108",
-                                                                            "--max-bytes",
-                                                                            "1100000",
-                                                                            "--factor",
-                                                                            "16",
-                                                                            "--piece-bytes",
-                                                                            "65536",
-                                                                            "--staging-slots",
-                                                                            "2",
-                                                                            "--max-iters",
-                                                                            "5",
-                                                                            "--timeout",
-                                                                            "20"},
-                                                   base + ".rank" + std::to_string(r) + ".log"));
+    ranks.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{"env", "POSEIDON_RANK=" + std::to_string(r), "POSEIDON_SIZE=2", root,
+                                 "POSEIDON_SECRET=allreduce-test", POSEIDON_ALLREDUCE_BENCH_BINARY, "--min-bytes",
+                                 "4108", "--max-bytes", "1100000", "--factor", "16", "--piece-bytes", "65536",
+                                 "--staging-slots", "2", "--max-iters", "5", "--timeout", "20",
+                                 // Each rank's choice is for what it
+                                 // sends: a mixed job sums alike.
+                                 "--payload-crc", r == 0 ? "on" : "off"},
+        base + ".rank" + std::to_string(r) + ".log"));
   }
   const auto deadline = std::chrono::steady_clock::now() + scaled(std::chrono::seconds(25));
   for (auto& rank : ranks) {
@@ -94,6 +82,7 @@ TEST(AllreduceBenchMultiprocess, BadOptionsExitTwoNamingTheValue) {
       {{POSEIDON_ALLREDUCE_BENCH_BINARY, "--piece-bytes", "6"}, "--piece-bytes 6"},
       {{POSEIDON_ALLREDUCE_BENCH_BINARY, "--staging-slots", "0"}, "--staging-slots 0"},
       {{POSEIDON_ALLREDUCE_BENCH_BINARY, "--backend", "udp"}, "--backend 'udp'"},
+      {{POSEIDON_ALLREDUCE_BENCH_BINARY, "--payload-crc", "maybe"}, "--payload-crc 'maybe'"},
       {{POSEIDON_ALLREDUCE_BENCH_BINARY, "--rank", "3", "--size", "2"}, "--rank 3 --size 2"},
       {{POSEIDON_ALLREDUCE_BENCH_BINARY, "--min-bytes", "lots"}, "--min-bytes"},
   };

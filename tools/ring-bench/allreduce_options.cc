@@ -35,6 +35,10 @@ void addAllreduceBenchOptions(CLI::App& app, AllreduceBenchCommandLine& c) {
   app.add_option("--staging-slots", c.staging_slots, "The ring's receive staging, in pieces (default 8)")
       ->type_name("N");
   app.add_option("--backend", c.backend, "Transport: tcp (default) or verbs")->type_name("NAME");
+  app.add_option("--payload-crc", c.payload_crc,
+                 "CRC32C over every payload (tcp; default on): off measures what the check costs, and matches "
+                 "Gloo, which leaves payloads to TCP's own checksum; each rank's choice holds for what it sends")
+      ->type_name("on|off");
   app.add_option("--address", c.address,
                  "Address this rank listens on (default: this host's address on the route to rank 0)")
       ->type_name("HOST");
@@ -68,6 +72,8 @@ std::string checkAllreduceBenchOptions(AllreduceBenchCommandLine& c, const char*
   }
   if (c.backend != "tcp" && c.backend != "verbs")
     return fmt::format("--backend '{}': expected tcp or verbs", c.backend);
+  if (c.payload_crc != "on" && c.payload_crc != "off")
+    return fmt::format("--payload-crc '{}': expected on or off", c.payload_crc);
   if (c.timeout_s < 1) return fmt::format("--timeout {}: expected >= 1 second", c.timeout_s);
   if ((c.rank >= 0) != (c.size >= 0)) return "--rank and --size: expected both or neither";
   if (c.size >= 0 && (c.size < 2 || c.rank >= c.size)) {

@@ -26,10 +26,11 @@ struct AllreduceBenchCommandLine {
   uint64_t piece_bytes = ring::RingOptions{}.piece_bytes;
   uint64_t staging_slots = ring::RingOptions{}.staging_slots;
   std::string backend = "tcp";
-  std::string address;  // empty: this host's address on the route to rank 0's store
-  std::string secret;   // --secret, else POSEIDON_SECRET
-  int timeout_s = 120;  // any one call, and the set-up
-  int rank = -1;        // >= 0: overrides the launch environment (with --size)
+  std::string payload_crc = "on";  // tcp: CRC32C over every payload ("on", the default, or "off")
+  std::string address;             // empty: this host's address on the route to rank 0's store
+  std::string secret;              // --secret, else POSEIDON_SECRET
+  int timeout_s = 120;             // any one call, and the set-up
+  int rank = -1;                   // >= 0: overrides the launch environment (with --size)
   int size = -1;
   std::string root;  // host:port of rank 0's store; empty: POSEIDON_ROOT
 

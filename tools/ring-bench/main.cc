@@ -61,6 +61,7 @@ Status join(const AllreduceBenchCommandLine& c, JobProcess& process) {
   device_options.backend = c.backend;
   device_options.address = process.address;
   device_options.secret = c.secret;
+  device_options.payload_crc = c.payload_crc == "on";
   auto device = transport::createDevice(device_options);
   if (!device)
     return device.status().withContext(fmt::format("{}: the {} device on {}", who, c.backend, process.address));
