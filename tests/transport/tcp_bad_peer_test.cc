@@ -204,6 +204,54 @@ TEST(BadPeer, AWriteWhoseRegionIsDeregisteredMidwayNeverTouchesItsMemoryAgain) {
       << "bytes of the write landed after its region was deregistered";
 }
 
+// The payload CRC is summed piece by piece as the payload lands (stream.cc readPayload), so a
+// write whose bytes come in two reads must check alike: with the right CRC it lands whole; with
+// one byte flipped in its second part the pair fails naming the CRC.
+TEST(BadPeer, APayloadCrcSummedOverTwoReadsAcceptsTheRightBytesAndNamesOneFlipped) {
+  constexpr size_t kBytes = 64 * 1024;
+  for (const bool flip : {false, true}) {
+    SCOPED_TRACE(flip ? "one byte flipped" : "intact");
+    BadPeerMesh m = makeBadPeerMesh();
+    Buffer in = makeBuffer(m.mesh[0], kBytes);  // region key 1 on rank 0
+    Buffer watch = makeBuffer(m.mesh[0], 64);
+    auto pending = m.mesh[0].pair(2).recv(5, *watch.region, 0, 64);  // fails with the pair
+    uint8_t credit[wire::kFrameHeaderSize];
+    ASSERT_TRUE(
+        recvAll(m.to_rank0.get(), credit, sizeof(credit), Deadline::after(std::chrono::seconds(5)), "r0").isOk());
+    std::vector<uint8_t> payload(kBytes);
+    for (size_t i = 0; i < kBytes; ++i) payload[i] = static_cast<uint8_t>(i * 7 + 1);
+    wire::FrameHeader h;
+    h.type = wire::FrameType::kWrite;
+    h.tag = 1;
+    h.length = kBytes;
+    h.total = kBytes;
+    h.flags = wire::kFlagPayloadCrc;
+    h.payload_crc = wire::crc32c(payload.data(), kBytes);
+    std::vector<uint8_t> bytes = frame(h, kBytes);
+    std::copy(payload.begin(), payload.end(), bytes.begin() + wire::kFrameHeaderSize);
+    if (flip) bytes[wire::kFrameHeaderSize + kBytes * 3 / 4] ^= 0x10;
+    const size_t half = wire::kFrameHeaderSize + kBytes / 2;
+    sendRaw(m.to_rank0.get(), std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(half)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the first half read alone, most likely
+    sendRaw(m.to_rank0.get(), std::vector<uint8_t>(bytes.begin() + static_cast<long>(half), bytes.end()));
+    if (flip) {
+      Status st = pending->wait(Deadline::after(std::chrono::seconds(5)));
+      EXPECT_EQ(st.code(), StatusCode::kProtocolError) << st.toString();
+      EXPECT_NE(st.message().find("payload CRC"), std::string::npos) << st.toString();
+      continue;
+    }
+    // A message behind the write on the same stream: once it arrives, the write was taken.
+    wire::FrameHeader next;
+    next.type = wire::FrameType::kData;
+    next.tag = 5;
+    next.length = 64;
+    next.total = 64;
+    sendRaw(m.to_rank0.get(), frame(next, 64));
+    ASSERT_TRUE(pending->wait(Deadline::after(std::chrono::seconds(5))).isOk()) << pending->status().toString();
+    EXPECT_TRUE(std::equal(payload.begin(), payload.end(), in.bytes.begin())) << "the write did not land whole";
+  }
+}
+
 TEST(Handshake, WrongVersionIsRefusedWithBothVersionsNamed) {
   DeviceOptions options;
   options.secret = kSecret;

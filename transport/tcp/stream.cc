@@ -324,6 +324,7 @@ Stream::ReadStep Stream::readHeader(size_t& budget, bool& drained) {
     payload_dest_ = sealed_inbox_.data();
   }
   payload_done_ = 0;
+  payload_crc_ = 0;
   return ReadStep::kDone;
 }
 
@@ -344,9 +345,13 @@ Stream::ReadStep Stream::readPayload(size_t& budget, bool& drained) {
   // Sealed frames land in the stream's own buffer; others in their final place.
   const bool in_final_place = payload_dest_ == payload_final_;
   const auto land = [&](auto&& fn) { return in_final_place ? atFinalPlace(fn) : (fn(), true); };
+  const bool crc = (header_.flags & wire::kFlagPayloadCrc) != 0;
   if (from_inbox > 0) {
-    const bool landed =
-        land([&] { std::memcpy(payload_dest_ + payload_done_, inbox_.data() + inbox_begin_, from_inbox); });
+    const bool landed = land([&] {
+      uint8_t* at = payload_dest_ + payload_done_;
+      std::memcpy(at, inbox_.data() + inbox_begin_, from_inbox);
+      if (crc) payload_crc_ = wire::crc32c(at, from_inbox, payload_crc_);
+    });
     if (!landed) return ReadStep::kStop;
     inbox_begin_ += from_inbox;
     payload_done_ += from_inbox;
@@ -355,7 +360,11 @@ Stream::ReadStep Stream::readPayload(size_t& budget, bool& drained) {
   if (drained || budget == 0) return ReadStep::kStop;
   const size_t want = std::min<uint64_t>(header_.length - payload_done_, budget);
   ssize_t n = -1;
-  if (!land([&] { n = recvOrdered(fd_.get(), payload_dest_ + payload_done_, want, MSG_DONTWAIT); }))
+  if (!land([&] {
+        uint8_t* at = payload_dest_ + payload_done_;
+        n = recvOrdered(fd_.get(), at, want, MSG_DONTWAIT);
+        if (crc && n > 0) payload_crc_ = wire::crc32c(at, static_cast<size_t>(n), payload_crc_);
+      }))
     return ReadStep::kStop;
   if (n > 0) {
     payload_done_ += static_cast<uint64_t>(n);
@@ -389,8 +398,7 @@ bool Stream::checkPayload() {
     return atFinalPlace([&] { std::memcpy(payload_final_, payload_dest_, header_.length); });
   }
   if (header_.flags & wire::kFlagPayloadCrc) {
-    uint32_t crc = 0;
-    if (!atFinalPlace([&] { crc = wire::crc32c(payload_dest_, header_.length); })) return false;
+    const uint32_t crc = payload_crc_;  // summed as the payload landed (readPayload)
     if (crc != header_.payload_crc) {
       failStream(makeStatus(StatusCode::kProtocolError,
                             "payload CRC 0x{:08x} of a {}-byte {} frame from {} does not match computed 0x{:08x}",

@@ -139,6 +139,9 @@ class Stream final : public EventHandler {
   uint8_t* payload_final_ = nullptr;             // sealed frames: where it goes once opened
   std::vector<uint8_t> sealed_inbox_;            // sealed frames: the ciphertext, as large as the largest
   uint64_t payload_done_ = 0;
+  // CRC32C of the payload read so far, when the frame carries one: each piece is summed as it
+  // lands, while the receive's copy has left it in cache, not in a second pass over the whole.
+  uint32_t payload_crc_ = 0;
 };
 
 }  // namespace poseidon::transport::tcp
