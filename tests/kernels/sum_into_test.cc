@@ -63,8 +63,9 @@ TEST(SumInto, EveryLengthAndMisalignmentGivesTheScalarBits) {
                         "length " + std::to_string(length) + ", shifts " + std::to_string(shift_sum) + "/" +
                             std::to_string(shift_addend));
         // Nothing outside the range is touched.
-        for (size_t i = 0; i < shift_sum; ++i)
-          ASSERT_EQ(std::bit_cast<uint32_t>(sum[i]), std::bit_cast<uint32_t>(sums[i]));
+        for (size_t i = 0; i < shift_sum; ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(sum[i]), std::bit_cast<uint32_t>(sums[i])) << "before the range at " << i;
+        }
         for (size_t i = shift_sum + length; i < sum.size(); ++i) {
           ASSERT_EQ(std::bit_cast<uint32_t>(sum[i]), std::bit_cast<uint32_t>(sums[i])) << "past the range at " << i;
         }

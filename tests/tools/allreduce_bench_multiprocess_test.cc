@@ -30,17 +30,33 @@ TEST(AllreduceBenchMultiprocess, TwoRanksSumEverySizeCorrectly) {
   const std::string root = "POSEIDON_ROOT=127.0.0.1:" + std::to_string(free_loopback_port());
   const std::string base = ::testing::TempDir() + "allreduce-bench-" + std::to_string(getpid());
   // 4 KiB, 64 KiB, 1 MiB + 12 bytes' worth via --factor 16 from 4108: 4108, 65728, 1051648.
+  // --payload-crc on for rank 0, off for rank 1: each rank's choice is for what it sends, and a
+  // mixed job sums alike.
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int r = 0; r < 2; ++r) {
-    ranks.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{"env", "POSEIDON_RANK=" + std::to_string(r), "POSEIDON_SIZE=2", root,
-                                 "POSEIDON_SECRET=allreduce-test", POSEIDON_ALLREDUCE_BENCH_BINARY, "--min-bytes",
-                                 "4108", "--max-bytes", "1100000", "--factor", "16", "--piece-bytes", "65536",
-                                 "--staging-slots", "2", "--max-iters", "5", "--timeout", "20",
-                                 // Each rank's choice is for what it
-                                 // sends: a mixed job sums alike.
-                                 "--payload-crc", r == 0 ? "on" : "off"},
-        base + ".rank" + std::to_string(r) + ".log"));
+    ranks.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{"env",
+                                                                            "POSEIDON_RANK=" + std::to_string(r),
+                                                                            "POSEIDON_SIZE=2",
+                                                                            root,
+                                                                            "POSEIDON_SECRET=allreduce-test",
+                                                                            POSEIDON_ALLREDUCE_BENCH_BINARY,
+                                                                            "--min-bytes",
+                                                                            "4108",
+                                                                            "--max-bytes",
+                                                                            "1100000",
+                                                                            "--factor",
+                                                                            "16",
+                                                                            "--piece-bytes",
+                                                                            "65536",
+                                                                            "--staging-slots",
+                                                                            "2",
+                                                                            "--max-iters",
+                                                                            "5",
+                                                                            "--timeout",
+                                                                            "20",
+                                                                            "--payload-crc",
+                                                                            r == 0 ? "on" : "off"},
+                                                   base + ".rank" + std::to_string(r) + ".log"));
   }
   const auto deadline = std::chrono::steady_clock::now() + scaled(std::chrono::seconds(25));
   for (auto& rank : ranks) {

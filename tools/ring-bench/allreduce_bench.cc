@@ -27,8 +27,9 @@ float sumOf(int ranks, size_t i) {
   return static_cast<float>(ranks * (ranks + 1) / 2 + ranks * static_cast<int>(i % kPattern));
 }
 
-// One size's input and expected sum, computed once, so that refilling and checking between calls
-// are a copy and a compare, as gloo_allreduce.py's are: with 4 ranks on 2 cores, a rank that
+// One size's input and expected sum, computed once (two more buffers of the size per rank, as the
+// Gloo script keeps), so that refilling and checking between calls are a copy and a compare, as
+// gloo_allreduce.py's are: with 4 ranks on 2 cores, a rank that
 // spends longer between calls takes CPU from the others' timed calls.
 struct Pattern {
   std::vector<float> mine;
@@ -47,8 +48,8 @@ Pattern patternOf(size_t floats, int rank, int ranks) {
 // bits; memcmp is the one vectorised pass that torch.equal is on Gloo's side.
 Status verify(std::span<const float> buffer, const std::vector<float>& expected, uint64_t bytes, uint64_t call) {
   if (std::memcmp(buffer.data(), expected.data(), buffer.size_bytes()) == 0) return Status::ok();
-  const auto [got, want] = std::mismatch(buffer.begin(), buffer.end(), expected.begin());
-  if (got == buffer.end()) return Status::ok();  // other bits, equal values (a -0)
+  const auto [got, want] = std::mismatch(buffer.begin(), buffer.end(), expected.begin(), expected.end());
+  if (got == buffer.end()) return Status::ok();  // equal values, other bits: not for this pattern (no zeros)
   return makeStatus(StatusCode::kInternal, "all-reduce of {} bytes, call {}: element {} is {}, expected {}", bytes,
                     call, got - buffer.begin(), *got, *want);
 }

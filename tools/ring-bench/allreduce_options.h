@@ -1,7 +1,8 @@
 // poseidon-allreduce-bench's command line: the message sizes (a geometric series from --min-bytes
 // to --max-bytes), how many timed calls each size gets, the ring's own options, and the job's
 // transport and launch (as poseidon-server's: ranks from the launch environment, overridden by
-// --rank/--size/--root). Every rank of a job is given the same options.
+// --rank/--size/--root). Every rank of a job is given the same options, except --payload-crc,
+// which holds for what each rank sends.
 #pragma once
 
 #include <CLI/CLI.hpp>

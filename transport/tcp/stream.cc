@@ -350,7 +350,8 @@ Stream::ReadStep Stream::readPayload(size_t& budget, bool& drained) {
     const bool landed = land([&] {
       uint8_t* at = payload_dest_ + payload_done_;
       std::memcpy(at, inbox_.data() + inbox_begin_, from_inbox);
-      if (crc) payload_crc_ = wire::crc32c(at, from_inbox, payload_crc_);
+      // Summed from the stream's own inbox: what arrived, not memory other pairs may write.
+      if (crc) payload_crc_ = wire::crc32c(inbox_.data() + inbox_begin_, from_inbox, payload_crc_);
     });
     if (!landed) return ReadStep::kStop;
     inbox_begin_ += from_inbox;
@@ -360,6 +361,7 @@ Stream::ReadStep Stream::readPayload(size_t& budget, bool& drained) {
   if (drained || budget == 0) return ReadStep::kStop;
   const size_t want = std::min<uint64_t>(header_.length - payload_done_, budget);
   ssize_t n = -1;
+  // The CRC reads the region's memory, so it stays inside land(): a deregistered region is gone.
   if (!land([&] {
         uint8_t* at = payload_dest_ + payload_done_;
         n = recvOrdered(fd_.get(), at, want, MSG_DONTWAIT);
@@ -398,7 +400,7 @@ bool Stream::checkPayload() {
     return atFinalPlace([&] { std::memcpy(payload_final_, payload_dest_, header_.length); });
   }
   if (header_.flags & wire::kFlagPayloadCrc) {
-    const uint32_t crc = payload_crc_;  // summed as the payload landed (readPayload)
+    const uint32_t crc = payload_crc_;  // summed as the payload landed (readPayload), not read again
     if (crc != header_.payload_crc) {
       failStream(makeStatus(StatusCode::kProtocolError,
                             "payload CRC 0x{:08x} of a {}-byte {} frame from {} does not match computed 0x{:08x}",
