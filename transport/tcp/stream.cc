@@ -400,12 +400,12 @@ bool Stream::checkPayload() {
     return atFinalPlace([&] { std::memcpy(payload_final_, payload_dest_, header_.length); });
   }
   if (header_.flags & wire::kFlagPayloadCrc) {
-    const uint32_t crc = payload_crc_;  // summed as the payload landed (readPayload), not read again
-    if (crc != header_.payload_crc) {
+    // payload_crc_ was summed as the payload landed (readPayload): the payload is not read again.
+    if (payload_crc_ != header_.payload_crc) {
       failStream(makeStatus(StatusCode::kProtocolError,
                             "payload CRC 0x{:08x} of a {}-byte {} frame from {} does not match computed 0x{:08x}",
                             header_.payload_crc, header_.length, wire::frameTypeName(header_.type), pair_.peerName(),
-                            crc));
+                            payload_crc_));
       return false;
     }
   }
