@@ -182,13 +182,21 @@ TEST(PsFeatures, FinishDoesNotWaitForAPullOfAChunkItsOtherLayersNeverAskFor) {
   ClusterSpec spec;
   spec.workers = 2;
   spec.servers = 1;
+  std::promise<void> finishing;  // worker 0 is about to call finish(): worker 1 pushes only then
+  const std::shared_future<void> finishing_seen = finishing.get_future().share();
   spec.train = [&](ps::Client& client, int worker) -> Status {
     const Deadline deadline = Deadline::after(std::chrono::seconds(30));
     POSEIDON_RETURN_IF_ERROR(trainWorker(client, {worker, 2, 9, false}, deadline));
-    if (worker == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));  // pushes after worker 0 finishes
+    if (worker == 1) {
+      if (finishing_seen.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+        return makeStatus(StatusCode::kTimeout, "worker 0 never reached finish()");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // finish() has taken its list by then
+    }
     std::vector<transport::RequestPtr> requests;
     for (size_t l = 0; l < client.layerCount(); ++l) requests.push_back(client.push(l));
     const transport::RequestPtr stuck = worker == 0 ? client.pull(0) : nullptr;
+    if (worker == 0) finishing.set_value();
     const Status finished = client.finish(Deadline::after(std::chrono::seconds(10)));
     if (stuck && stuck->test()) {
       return makeStatus(StatusCode::kInternal, "the pull of layer 0 completed: {}", stuck->status().toString());
