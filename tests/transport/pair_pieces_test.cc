@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/named_peer.h"
 #include "transport/common/imm_queue.h"
 #include "transport/common/pair_argument_checks.h"
 #include "transport/common/rendezvous.h"
@@ -13,20 +14,7 @@
 namespace poseidon::transport {
 namespace {
 
-// Only names the peer; the pieces never call anything else on it.
-class NamedPeer final : public Pair {
- public:
-  int peerRank() const override { return 1; }
-  std::string peerName() const override { return "rank 1 (peer:1)"; }
-  Status status() const override { return Status::ok(); }
-  PairTraffic traffic() const override { return {}; }
-  RequestPtr sendv(uint32_t, std::span<const Slice>) override { return nullptr; }
-  RequestPtr recv(uint32_t, MemoryRegion&, uint64_t, uint64_t) override { return nullptr; }
-  RequestPtr write(const MemoryRegion&, uint64_t, const RemoteDescriptor&, uint64_t, uint64_t, uint32_t) override {
-    return nullptr;
-  }
-  RequestPtr recvImm() override { return nullptr; }
-};
+using poseidon::testing::NamedPeer;
 
 // Only its size matters here: nothing is read or written through it.
 class PlainRegion final : public MemoryRegion {

@@ -93,7 +93,7 @@ class Rendezvous {
   // transmits it now; otherwise the send waits for onRoom().
   template <typename Start>
   void send(uint32_t tag, Send send, Start&& start) {
-    TagState& t = tags_[tag];
+    TagState& t = usedTag(tag);
     const uint64_t seq = t.send_seq++;
     if (t.unused.empty()) {
       t.waiting.push_back(std::move(send));
@@ -137,7 +137,7 @@ class Rendezvous {
 
   // Records a posted receive; returns its sequence number on `tag`, to name in the room's grant.
   uint64_t post(uint32_t tag, Posted posted) {
-    TagState& t = tags_[tag];
+    TagState& t = usedTag(tag);
     const uint64_t seq = t.recv_seq++;
     if (t.posted.empty()) t.posted_base = seq;
     t.posted.push_back(std::move(posted));
@@ -194,6 +194,18 @@ class Rendezvous {
     RingQueue<Room> unused;
     RingQueue<std::optional<Posted>> posted;  // finished ones empty until those before finish
   };
+
+  // The state of a tag this side sends or receives on, its rings' first capacity taken now.
+  // Whether a room or its send comes first is a race, and the first of either must not allocate
+  // later on: steady traffic then allocates nothing whichever way its races go. A tag only the
+  // peer names (its rooms, onRoom) keeps empty rings, so a peer can make us hold little.
+  TagState& usedTag(uint32_t tag) {
+    TagState& t = tags_[tag];
+    t.waiting.reserveFirst();
+    t.unused.reserveFirst();
+    t.posted.reserveFirst();
+    return t;
+  }
 
   const Pair& peer_;
   const RoomNames names_;

@@ -16,8 +16,8 @@ class RingQueue {
  public:
   using iterator = typename boost::circular_buffer<T>::iterator;
 
-  // No memory until the first push: a rendezvous keeps three rings per tag a peer names, and an
-  // empty one must cost only its header.
+  // No memory until the first push or reserveFirst(): a rendezvous keeps three rings per tag a
+  // peer names, and an empty one must cost only its header.
   RingQueue() = default;
 
   bool empty() const { return ring_.empty(); }
@@ -37,6 +37,10 @@ class RingQueue {
   void insert(size_t index, T value) {
     makeRoom();
     ring_.insert(ring_.begin() + static_cast<std::ptrdiff_t>(index), std::move(value));
+  }
+  // Takes the first capacity now if the ring has none, so the first push allocates nothing.
+  void reserveFirst() {
+    if (ring_.capacity() == 0) ring_.set_capacity(kFirstCapacity);
   }
   void pop_front() { ring_.pop_front(); }
   void clear() { ring_.clear(); }
