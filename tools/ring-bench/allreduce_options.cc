@@ -89,4 +89,13 @@ std::string checkAllreduceBenchOptions(AllreduceBenchCommandLine& c, const char*
   return {};
 }
 
+transport::DeviceOptions deviceOptionsFor(const AllreduceBenchCommandLine& c, const std::string& address) {
+  transport::DeviceOptions options;
+  options.backend = c.backend;
+  options.address = address;
+  options.secret = c.secret;
+  options.payload_crc = c.payload_crc == "on";
+  return options;
+}
+
 }  // namespace poseidon::tools

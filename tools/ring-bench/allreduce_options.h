@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ring/ring_allreduce.h"
+#include "transport/device.h"
 
 namespace poseidon::tools {
 
@@ -48,5 +49,9 @@ void addAllreduceBenchOptions(CLI::App& app, AllreduceBenchCommandLine& c);
 // an error naming the option, the value and what was expected. `environment_secret` is
 // POSEIDON_SECRET (may be null).
 std::string checkAllreduceBenchOptions(AllreduceBenchCommandLine& c, const char* environment_secret);
+
+// The transport device this rank opens: --backend, --payload-crc and the secret, listening on
+// `address`.
+transport::DeviceOptions deviceOptionsFor(const AllreduceBenchCommandLine& c, const std::string& address);
 
 }  // namespace poseidon::tools

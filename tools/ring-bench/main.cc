@@ -57,12 +57,7 @@ Status join(const AllreduceBenchCommandLine& c, JobProcess& process) {
   auto store = transport::bootstrap::openStore(*launch, process.deadline(), c.secret);
   if (!store) return store.status().withContext(fmt::format("{}: the store", who));
   process.store = std::move(*store);
-  transport::DeviceOptions device_options;
-  device_options.backend = c.backend;
-  device_options.address = process.address;
-  device_options.secret = c.secret;
-  device_options.payload_crc = c.payload_crc == "on";
-  auto device = transport::createDevice(device_options);
+  auto device = transport::createDevice(deviceOptionsFor(c, process.address));
   if (!device)
     return device.status().withContext(fmt::format("{}: the {} device on {}", who, c.backend, process.address));
   process.device = *device;
