@@ -70,7 +70,7 @@ TEST(AllreduceBenchMultiprocess, TwoRanksSumEverySizeCorrectly) {
   }
   const std::vector<std::string> rows = lines(read_file(base + ".rank0.log"));
   ASSERT_EQ(rows.size(), 4u) << read_file(base + ".rank0.log");
-  EXPECT_EQ(rows[0], "bytes,iters,median_us,mean_us,min_us,algbw_gbps,busbw_gbps");
+  EXPECT_EQ(rows[0], "bytes,iters,median_us,mean_us,min_us,algbw_gbps,busbw_gbps,cpu_us");
   const uint64_t sizes[] = {4108, 65728, 1051648};
   for (size_t i = 0; i < 3; ++i) {
     std::istringstream row(rows[i + 1]);
@@ -81,6 +81,11 @@ TEST(AllreduceBenchMultiprocess, TwoRanksSumEverySizeCorrectly) {
     EXPECT_EQ(bytes, sizes[i]) << rows[i + 1];
     EXPECT_EQ(iters, 5u) << rows[i + 1];
     EXPECT_GT(median_us, 0.0) << rows[i + 1];
+    // The last column, both ranks' CPU per call: a sum of 1 MiB's floats takes some.
+    const double cpu_us = std::stod(rows[i + 1].substr(rows[i + 1].rfind(',') + 1));
+    if (bytes > (1 << 20)) {
+      EXPECT_GT(cpu_us, 0.0) << rows[i + 1];
+    }
   }
   // Rank 1 prints no rows.
   EXPECT_EQ(read_file(base + ".rank1.log").find("bytes,"), std::string::npos);

@@ -2,7 +2,8 @@
 ring (tools/ring-bench/allreduce_bench.h): the same sizes (min, min x factor, ... max), the same
 number of timed calls per size (byte budget / size within [min, max] iterations) after the same
 warm-up, the buffer refilled before each call with values whose sum is exact in float and
-checked after it, only the call timed; rank 0 prints the same CSV. Ranks from RANK / WORLD_SIZE /
+checked after it, only the call timed, and the process's CPU time (every thread, user and kernel)
+sampled around each call and summed over the ranks; rank 0 prints the same CSV. Ranks from RANK / WORLD_SIZE /
 MASTER_ADDR / MASTER_PORT; run with /usr/bin/python3 (Debian's torch).
 """
 import argparse
@@ -48,27 +49,34 @@ def main():
         expected = (pattern * world + world * (world + 1) // 2).to(torch.float32)
         buffer = torch.empty(n, dtype=torch.float32)
         iters = min(max(a.byte_budget // size, a.min_iters), a.max_iters)
-        micros = []
+        micros, cpu = [], 0.0
         for call in range(a.warmup + iters):
             buffer.copy_(mine)
+            cpu_began = time.process_time()
             began = time.perf_counter()
             dist.all_reduce(buffer)
             us = (time.perf_counter() - began) * 1e6
+            cpu_us = (time.process_time() - cpu_began) * 1e6
             if not torch.equal(buffer, expected):
                 bad = (buffer != expected).nonzero()[0].item()
                 sys.exit(f"gloo_allreduce.py: {size} bytes, call {call}: element {bad} is {buffer[bad].item()}, "
                          f"expected {expected[bad].item()}")
             if call >= a.warmup:
                 micros.append(us)
+                cpu += cpu_us
         micros.sort()
         k = len(micros)
         median = micros[k // 2] if k % 2 else (micros[k // 2 - 1] + micros[k // 2]) / 2
-        rows.append((size, k, median, sum(micros) / k, micros[0]))
+        rows.append((size, k, median, sum(micros) / k, micros[0], cpu / k))
+    # CPU per call summed over the ranks, as poseidon-allreduce-bench does through its store.
+    cpu_all = torch.tensor([row[5] for row in rows], dtype=torch.float64)
+    dist.all_reduce(cpu_all)
     if rank == 0:
-        print("bytes,iters,median_us,mean_us,min_us,algbw_gbps,busbw_gbps")
-        for size, k, median, mean, low in rows:
+        print("bytes,iters,median_us,mean_us,min_us,algbw_gbps,busbw_gbps,cpu_us")
+        for (size, k, median, mean, low, _), cpu in zip(rows, cpu_all.tolist()):
             algbw = size * 8e-3 / median
-            print(f"{size},{k},{median:.1f},{mean:.1f},{low:.1f},{algbw:.4f},{algbw * 2 * (world - 1) / world:.4f}")
+            print(f"{size},{k},{median:.1f},{mean:.1f},{low:.1f},{algbw:.4f},{algbw * 2 * (world - 1) / world:.4f},"
+                  f"{cpu:.1f}")
     dist.destroy_process_group()
 
 

@@ -56,16 +56,18 @@ def main():
         print("\nall-reduce, 4 ranks, median time per call (ratio = Gloo's time / ours = our bandwidth / Gloo's);"
               " over rounds: medians, and the ratio's range")
         print(f"{'link':>10} {'size':>8} {'ours us':>10} {'Gloo us':>10} {'ours Gb/s':>10} {'Gloo Gb/s':>10} "
-              f"{'ratio':>6} {'range':>13} {'rounds':>6} {'load':>9}")
+              f"{'ratio':>6} {'range':>13} {'rounds':>6} {'load':>9} {'CPU ms ours':>11} {'Gloo':>8}")
         for key in dict.fromkeys((r["rate"], r["bytes"]) for r in ours):
             mine = [r for r in ours if (r["rate"], r["bytes"]) == key]
             theirs = [gloo[(r["rate"], r["bytes"], r["options"])] for r in mine]
             med = lambda rs, f: statistics.median(float(x[f]) for x in rs)
             ratios = [float(r["ratio"]) for r in mine]
             loads = f"{med(mine, 'load1'):.1f}/{med(theirs, 'load1'):.1f}"
+            # CPU per call, all ranks together (files from before the column have none).
+            cpu = lambda rs: f"{med(rs, 'cpu_us') / 1e3:.2f}" if all(x.get("cpu_us") for x in rs) else "-"
             print(f"{key[0]:>10} {fmt_bytes(key[1]):>8} {med(mine, 'median_us'):>10.1f} {med(theirs, 'median_us'):>10.1f} "
                   f"{med(mine, 'algbw_gbps'):>10.4f} {med(theirs, 'algbw_gbps'):>10.4f} {statistics.median(ratios):>6.3f} "
-                  f"{min(ratios):>6.3f}-{max(ratios):<6.3f} {len(mine):>6} {loads:>9}")
+                  f"{min(ratios):>6.3f}-{max(ratios):<6.3f} {len(mine):>6} {loads:>9} {cpu(mine):>11} {cpu(theirs):>8}")
     if not a.png:
         return
     try:

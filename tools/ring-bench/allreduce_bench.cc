@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <time.h>
+
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <numeric>
@@ -54,9 +57,18 @@ Status verify(std::span<const float> buffer, const std::vector<float>& expected,
                     call, got - buffer.begin(), *got, *want);
 }
 
-AllreduceRow summarise(uint64_t bytes, std::vector<double> micros) {
+// The process's CPU time so far, every thread, user and kernel: what Python's time.process_time()
+// reads on Gloo's side.
+double processCpuMicros() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) * 1e-3;
+}
+
+AllreduceRow summarise(uint64_t bytes, std::vector<double> micros, double cpu_micros) {
   AllreduceRow row;
   row.bytes = bytes;
+  row.cpu_us = cpu_micros / static_cast<double>(micros.size());
   row.iters = micros.size();
   std::sort(micros.begin(), micros.end());
   const size_t n = micros.size();
@@ -64,6 +76,45 @@ AllreduceRow summarise(uint64_t bytes, std::vector<double> micros) {
   row.mean_us = std::accumulate(micros.begin(), micros.end(), 0.0) / static_cast<double>(n);
   row.min_us = micros.front();
   return row;
+}
+
+// The store key of `rank`'s CPU per call, one number per size.
+std::string cpuKey(int rank) { return fmt::format("allreduce_bench/cpu/{}", rank); }
+
+// Rank `rank`'s CPU per call as the store holds it: one decimal number per size, comma-separated.
+Result<std::vector<double>> parseCpu(const std::vector<uint8_t>& value, int rank, size_t sizes) {
+  const char* at = reinterpret_cast<const char*>(value.data());
+  const char* const end = at + value.size();
+  std::vector<double> cpu;
+  while (at < end) {
+    double v = 0;
+    const auto [next, error] = std::from_chars(at, end, v);
+    if (error != std::errc() || v < 0 || (next != end && *next != ',')) break;
+    cpu.push_back(v);
+    at = next == end ? end : next + 1;
+  }
+  if (at != end || cpu.size() != sizes) {
+    return makeStatus(StatusCode::kProtocolError,
+                      "rank {} published '{}' as its CPU per call: expected {} numbers >= 0", rank,
+                      std::string(reinterpret_cast<const char*>(value.data()), value.size()), sizes);
+  }
+  return cpu;
+}
+
+// Every rank publishes its CPU per call; rank 0 adds the others' to its rows.
+Status sumCpuOverRanks(std::vector<AllreduceRow>& rows, JobProcess& process) {
+  std::string mine;
+  for (const AllreduceRow& row : rows) mine += fmt::format("{}{:.3f}", mine.empty() ? "" : ",", row.cpu_us);
+  const int rank = process.rank(), ranks = process.launch.size;
+  if (rank != 0) return process.store->set(cpuKey(rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+  for (int peer = 1; peer < ranks; ++peer) {
+    auto value = process.store->get(cpuKey(peer), process.deadline());
+    if (!value) return value.status();
+    auto cpu = parseCpu(*value, peer, rows.size());
+    if (!cpu) return cpu.status();
+    for (size_t i = 0; i < rows.size(); ++i) rows[i].cpu_us += (*cpu)[i];
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -87,17 +138,24 @@ Result<std::vector<AllreduceRow>> runAllreduceBench(const AllreduceBenchCommandL
     const std::span<float> buffer = r.buffer(layer);
     const Pattern pattern = patternOf(buffer.size(), rank, ranks);
     std::vector<double> micros;
+    double cpu_micros = 0;
     for (uint64_t call = 0; call < c.warmup + iters; ++call) {
       std::copy(pattern.mine.begin(), pattern.mine.end(), buffer.begin());
+      const double cpu_began = processCpuMicros();
       const Clock::time_point began = Clock::now();
       POSEIDON_RETURN_IF_ERROR(r.allreduce(layer, process.deadline())
                                    .withContext(fmt::format("all-reduce of {} bytes, call {}", bytes, call)));
       const double us = std::chrono::duration<double, std::micro>(Clock::now() - began).count();
+      const double cpu_us = processCpuMicros() - cpu_began;
       POSEIDON_RETURN_IF_ERROR(verify(buffer, pattern.sum, bytes, call));
-      if (call >= c.warmup) micros.push_back(us);
+      if (call >= c.warmup) {
+        micros.push_back(us);
+        cpu_micros += cpu_us;
+      }
     }
-    rows.push_back(summarise(bytes, std::move(micros)));
+    rows.push_back(summarise(bytes, std::move(micros), cpu_micros));
   }
+  POSEIDON_RETURN_IF_ERROR(sumCpuOverRanks(rows, process).withContext("summing the ranks' CPU per call"));
   return rows;
 }
 

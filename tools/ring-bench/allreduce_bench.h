@@ -21,6 +21,9 @@ struct AllreduceRow {
   double median_us = 0;
   double mean_us = 0;
   double min_us = 0;
+  // CPU time per timed call, microseconds (the process clock: every thread, user and kernel,
+  // sampled around each call): this rank's, then, in rank 0's rows, the sum over every rank.
+  double cpu_us = 0;
   // nccl-tests' definitions: algorithm bandwidth bytes / time; bus bandwidth algbw x 2(P-1)/P,
   // what each link carried.
   double algbw_gbps() const { return median_us > 0 ? static_cast<double>(bytes) * 8e-3 / median_us : 0; }
@@ -28,7 +31,7 @@ struct AllreduceRow {
 };
 
 // Runs every size on `process`'s context and store; this rank's timings (every rank's call ends
-// within one message of the others').
+// within one message of the others'), and on rank 0 the CPU of every rank (through the store).
 Result<std::vector<AllreduceRow>> runAllreduceBench(const AllreduceBenchCommandLine& c, JobProcess& process);
 
 }  // namespace poseidon::tools

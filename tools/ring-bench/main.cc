@@ -1,6 +1,7 @@
 // poseidon-allreduce-bench: our ring all-reduce (ring/ring_allreduce.h) alone, over a range of
 // message sizes, on every rank of a job; rank 0 prints one CSV row per size on stdout (time per
-// call, algorithm and bus bandwidth), the rows tools/bench-peers sets beside Gloo's.
+// call, algorithm and bus bandwidth, the CPU time per call of all ranks together), the rows
+// tools/bench-peers sets beside Gloo's.
 //   POSEIDON_RANK=r POSEIDON_SIZE=P POSEIDON_ROOT=host:port poseidon-allreduce-bench [options]
 //
 // Exit codes: 0 done (every call's sum verified), 1 the job failed (the reason on stderr), 2 a
@@ -68,10 +69,10 @@ Status join(const AllreduceBenchCommandLine& c, JobProcess& process) {
 }
 
 void printRows(const std::vector<AllreduceRow>& rows, int ranks) {
-  fmt::print("bytes,iters,median_us,mean_us,min_us,algbw_gbps,busbw_gbps\n");
+  fmt::print("bytes,iters,median_us,mean_us,min_us,algbw_gbps,busbw_gbps,cpu_us\n");
   for (const AllreduceRow& row : rows) {
-    fmt::print("{},{},{:.1f},{:.1f},{:.1f},{:.4f},{:.4f}\n", row.bytes, row.iters, row.median_us, row.mean_us,
-               row.min_us, row.algbw_gbps(), row.busbw_gbps(ranks));
+    fmt::print("{},{},{:.1f},{:.1f},{:.1f},{:.4f},{:.4f},{:.1f}\n", row.bytes, row.iters, row.median_us, row.mean_us,
+               row.min_us, row.algbw_gbps(), row.busbw_gbps(ranks), row.cpu_us);
   }
   std::fflush(stdout);
 }
