@@ -89,13 +89,13 @@ Result<std::vector<double>> parseCpu(const std::vector<uint8_t>& value, int rank
   while (at < end) {
     double v = 0;
     const auto [next, error] = std::from_chars(at, end, v);
-    if (error != std::errc() || v < 0 || (next != end && *next != ',')) break;
+    if (error != std::errc() || !(v >= 0) || (next != end && *next != ',')) break;
     cpu.push_back(v);
     at = next == end ? end : next + 1;
   }
   if (at != end || cpu.size() != sizes) {
     return makeStatus(StatusCode::kProtocolError,
-                      "rank {} published '{}' as its CPU per call: expected {} numbers >= 0", rank,
+                      "rank {} published '{}' as its CPU per call: expected {} numbers >= 0 (no NaN)", rank,
                       std::string(reinterpret_cast<const char*>(value.data()), value.size()), sizes);
   }
   return cpu;
