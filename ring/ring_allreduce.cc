@@ -6,6 +6,7 @@
 #include <limits>
 #include <new>
 
+#include "ring/ring_geometry.h"
 #include "ring/ring_setup.h"
 #include "ring/ring_state.h"
 
@@ -107,6 +108,15 @@ Status connectRing(RingState& s, transport::bootstrap::Store& store, const RingO
   // Credits beside the payload writes: at most one per slot is outstanding in practice.
   s.writes = std::make_unique<RingWriteWindow>(s.send_window + s.slots + 1);
   s.wake.reserve(s.others.size() + 3);
+  if (s.to_succ->takesPayloadCrc(s.piece_floats * sizeof(float))) {
+    for (uint64_t floats : s.floats) {
+      const uint64_t piece = layerPieceFloats(floats, s.ranks, s.piece_floats);
+      const uint64_t largest_segment = (floats + static_cast<uint64_t>(s.ranks) - 1) / static_cast<uint64_t>(s.ranks);
+      s.send_crc_stride = std::max(s.send_crc_stride, (largest_segment + piece - 1) / piece);
+    }
+    const uint64_t entries = 2 * static_cast<uint64_t>(s.ranks - 1) * s.send_crc_stride;
+    if (entries <= RingState::kMaxSendCrcs) s.send_crcs.assign(entries, 0);
+  }
   return Status::ok();
 }
 

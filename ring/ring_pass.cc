@@ -11,11 +11,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <span>
 
 #include "kernels/sum_into.h"
 #include "ring/ring_geometry.h"
 #include "ring/ring_imm.h"
 #include "ring/ring_state.h"
+#include "transport/wire/crc32c.h"
 
 namespace poseidon::ring {
 
@@ -30,6 +32,21 @@ namespace {
 constexpr auto kFirstSlice = std::chrono::microseconds(50);
 constexpr auto kLongestSlice = std::chrono::microseconds(1000);
 
+// A piece is added and its CRC taken block by block, so the CRC reads what the add just wrote
+// from the nearest cache: over the whole piece afterwards (1 MiB) it came from further out.
+constexpr uint64_t kCrcBlockFloats = 8192;  // 32 KiB
+
+// sum[i] += in[i] for i < floats, and the CRC32C of the sums.
+uint32_t sumIntoWithCrc(float* sum, const float* in, uint64_t floats) {
+  uint32_t crc = 0;
+  for (uint64_t done = 0; done < floats; done += kCrcBlockFloats) {
+    const uint64_t block = std::min(kCrcBlockFloats, floats - done);
+    kernels::sumInto(sum + done, in + done, block);
+    crc = transport::wire::crc32c(sum + done, block * sizeof(float), crc);
+  }
+  return crc;
+}
+
 // Why the sender stopped.
 enum class Blocked { kNothing, kPiece, kCredit, kWindow };
 
@@ -42,7 +59,13 @@ class Pass {
         base_(state.offsets[layer]),
         geometry_(state.ranks, state.rank, state.floats[layer],
                   layerPieceFloats(state.floats[layer], state.ranks, state.piece_floats)),
-        steps_(geometry_.steps()) {}
+        steps_(geometry_.steps()) {
+    // This layer's part of the table; a layer that does not fit it (none, as start() sizes it) goes without.
+    if (!s_.send_crcs.empty() && static_cast<uint64_t>(steps_) * s_.send_crc_stride <= s_.send_crcs.size()) {
+      send_crcs_ = std::span<uint64_t>(s_.send_crcs.data(), static_cast<size_t>(steps_) * s_.send_crc_stride);
+      std::fill(send_crcs_.begin(), send_crcs_.end(), 0);
+    }
+  }
 
   Status run() {
     Status status = pipeline();
@@ -184,7 +207,12 @@ class Pass {
       // rank's term goes after the sum so far: see the order in ring_allreduce.h) and free it.
       const float* in = s_.staging.data() + (s_.pieces_staged % s_.slots) * s_.piece_floats;
       float* sum = s_.data.data() + base_ + piece.offset;
-      kernels::sumInto(sum, in, piece.floats);
+      if (send_crcs_.empty()) {
+        kernels::sumInto(sum, in, piece.floats);
+      } else {
+        // What this rank adds at step t it sends at step t + 1, piece for piece (ring_geometry.h).
+        sendCrc(recv_step_ + 1, recv_piece_) = kCrcKnown | sumIntoWithCrc(sum, in, piece.floats);
+      }
       ++s_.pieces_staged;
       POSEIDON_RETURN_IF_ERROR(makeRoom(s_.writes->capacity()));
       s_.writes->push(
@@ -221,15 +249,13 @@ class Pass {
       const uint64_t bytes = piece.floats * sizeof(float);
       if (reduce) {
         const size_t slot = s_.pieces_sent % s_.slots;
-        s_.writes->push(
-            s_.to_succ->write(*s_.data_region, at, s_.succ_staging, slot * s_.piece_floats * sizeof(float), bytes,
-                              ringPieceImm(RingImmType::kReduce, layer_, phaseStep(send_step_), send_piece_)));
+        s_.writes->push(writePiece(at, s_.succ_staging, slot * s_.piece_floats * sizeof(float), bytes,
+                                   ringPieceImm(RingImmType::kReduce, layer_, phaseStep(send_step_), send_piece_)));
         s_.slot_layer[slot] = layer_;
         ++s_.pieces_sent;
       } else {
-        s_.writes->push(
-            s_.to_succ->write(*s_.data_region, at, s_.succ_data, at, bytes,
-                              ringPieceImm(RingImmType::kGather, layer_, phaseStep(send_step_), send_piece_)));
+        s_.writes->push(writePiece(at, s_.succ_data, at, bytes,
+                                   ringPieceImm(RingImmType::kGather, layer_, phaseStep(send_step_), send_piece_)));
       }
       traffic_.sent_bytes += bytes;
       ++traffic_.sent_pieces;
@@ -239,6 +265,23 @@ class Pass {
       progressed = true;
     }
     return Status::ok();
+  }
+
+  // Piece send_piece_ of send_step_ from our buffer at byte `at`, with its CRC when the add took it.
+  RequestPtr writePiece(uint64_t at, const transport::RemoteDescriptor& to, uint64_t to_offset, uint64_t bytes,
+                        uint32_t imm) {
+    if (!send_crcs_.empty()) {
+      const uint64_t crc = sendCrc(send_step_, send_piece_);
+      if (crc & kCrcKnown) {
+        return s_.to_succ->writeWithCrc(*s_.data_region, at, to, to_offset, bytes, imm, static_cast<uint32_t>(crc));
+      }
+    }
+    return s_.to_succ->write(*s_.data_region, at, to, to_offset, bytes, imm);
+  }
+
+  static constexpr uint64_t kCrcKnown = uint64_t{1} << 32;
+  uint64_t& sendCrc(int step, uint64_t piece) {
+    return send_crcs_[static_cast<size_t>(step) * s_.send_crc_stride + piece];
   }
 
   // Until fewer than `limit` writes are in flight; local completions need nothing from the peer.
@@ -348,7 +391,8 @@ class Pass {
   uint64_t send_piece_ = 0;
   Blocked blocked_ = Blocked::kNothing;
   std::chrono::nanoseconds slice_ = kFirstSlice;
-  RingTraffic traffic_;  // this call's, added to the layer's at the end (credits received go there directly)
+  std::span<uint64_t> send_crcs_;  // this pass's part of RingState::send_crcs; empty: the transport takes its own
+  RingTraffic traffic_;            // this call's, added to the layer's at the end (credits received go there directly)
 };
 
 }  // namespace

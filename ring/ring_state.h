@@ -59,6 +59,14 @@ struct RingState {
   size_t send_window = 0;          // payload writes allowed in flight; the window holds credits besides
   std::unique_ptr<RingWriteWindow> writes;
   std::vector<transport::Request*> wake;  // scratch for waiting on several requests, sized at start
+  // The CRC32C of each piece this rank sends after adding it, taken as the add wrote it
+  // (ring_pass.cc), so the transport need not read the piece again: entry step * send_crc_stride
+  // + piece, bit 32 set once known. Sized at start for the layer of most pieces; empty when the
+  // successor's pair takes no caller CRC (transport::Pair::takesPayloadCrc) or the table would
+  // outgrow kMaxSendCrcs.
+  static constexpr uint64_t kMaxSendCrcs = uint64_t{1} << 16;
+  std::vector<uint64_t> send_crcs;
+  uint64_t send_crc_stride = 0;
 
   mutable std::mutex stats_mutex;
   std::vector<RingTraffic> traffic;

@@ -56,6 +56,24 @@ class Pair {
                            uint64_t remote_offset, uint64_t length, uint32_t imm) = 0;
   // Completes with imm() of the next write this peer made into our memory, in posted order.
   virtual RequestPtr recvImm() = 0;
+
+  // As write(), with `payload_crc32c` the CRC32C (transport/wire/crc32c.h) of the local range,
+  // which the caller computed while the bytes were in its cache (the ring, as it adds a piece).
+  // A backend that checks payloads sends it instead of reading the range once more, when
+  // takesPayloadCrc(length); else it is ignored. A wrong value fails the receiver's check, as
+  // corruption on the way would: the caller vouches for bytes it does not change until the
+  // request completes.
+  virtual RequestPtr writeWithCrc(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
+                                  uint64_t remote_offset, uint64_t length, uint32_t imm, uint32_t payload_crc32c) {
+    (void)payload_crc32c;
+    return write(local, local_offset, remote, remote_offset, length, imm);
+  }
+  // Whether writeWithCrc() of `length` bytes sends the caller's CRC (one checked frame carries
+  // it): a caller computes one only then.
+  virtual bool takesPayloadCrc(uint64_t length) const {
+    (void)length;
+    return false;
+  }
 };
 
 }  // namespace poseidon::transport

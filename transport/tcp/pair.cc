@@ -95,13 +95,16 @@ void TcpPair::enqueueControlLocked(const wire::FrameHeader& prototype) {
 }
 
 void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t base_offset,
-                                  std::span<const Slice> slices, const std::shared_ptr<SendOp>& op) {
+                                  std::span<const Slice> slices, const std::shared_ptr<SendOp>& op,
+                                  std::optional<uint32_t> known_crc) {
   const uint64_t total = totalLength(slices);
   const uint64_t stripe = options_.stripe_bytes;
   const uint64_t pieces = total == 0 ? 1 : (total + stripe - 1) / stripe;
   op->frames_left = pieces;
   // A sealed frame's tag covers its payload: a CRC would add nothing.
   const bool crc_payloads = options_.payload_crc && !options_.encrypt_frames;
+  // The caller's CRC covers the whole payload, so only a payload of one frame can use it.
+  const bool crc_known = crc_payloads && known_crc.has_value() && pieces == 1;
   size_t slice_index = 0;
   uint64_t slice_offset = 0;
   for (uint64_t p = 0; p < pieces; ++p) {
@@ -117,7 +120,7 @@ void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t b
       if (take > 0) {
         uint8_t* base = s.region->wire() + s.offset + slice_offset;
         frame.payload.push_back({base, take});
-        if (crc_payloads) crc = wire::crc32c(base, take, crc);
+        if (crc_payloads && !crc_known) crc = wire::crc32c(base, take, crc);
       }
       need -= take;
       slice_offset += take;
@@ -132,7 +135,7 @@ void TcpPair::enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t b
     frame.size = wire::kFrameHeaderSize + piece_length;
     if (crc_payloads) {
       header.flags |= wire::kFlagPayloadCrc;
-      header.payload_crc = crc;
+      header.payload_crc = crc_known ? *known_crc : crc;
     } else if (options_.encrypt_frames) {
       header.flags |= wire::kFlagSealed;
       frame.size += wire::kFrameTagSize;
@@ -191,6 +194,24 @@ RequestPtr TcpPair::recv(uint32_t tag, MemoryRegion& region, uint64_t offset, ui
 
 RequestPtr TcpPair::write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
                           uint64_t remote_offset, uint64_t length, uint32_t imm) {
+  return writeFrom(local, local_offset, remote, remote_offset, length, imm, std::nullopt);
+}
+
+RequestPtr TcpPair::writeWithCrc(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
+                                 uint64_t remote_offset, uint64_t length, uint32_t imm, uint32_t payload_crc32c) {
+  // Device memory goes out from its host staging copy: the caller's CRC is of other bytes.
+  std::optional<uint32_t> known;
+  if (!local.staged()) known = payload_crc32c;
+  return writeFrom(local, local_offset, remote, remote_offset, length, imm, known);
+}
+
+bool TcpPair::takesPayloadCrc(uint64_t length) const {
+  return options_.payload_crc && !options_.encrypt_frames && length > 0 && length <= options_.stripe_bytes;
+}
+
+RequestPtr TcpPair::writeFrom(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
+                              uint64_t remote_offset, uint64_t length, uint32_t imm,
+                              std::optional<uint32_t> known_crc) {
   auto request = newRequest(writeLabel(length, remote.key));
   Status invalid = checks_.write(*request, local, local_offset, remote, remote_offset, length);
   if (invalid.isOk()) {
@@ -208,7 +229,7 @@ RequestPtr TcpPair::write(const MemoryRegion& local, uint64_t local_offset, cons
     header.total = length;
     header.imm = imm;
     const Slice slice{&local, local_offset, length};
-    enqueuePiecesLocked(header, remote_offset, std::span<const Slice>(&slice, 1), op);
+    enqueuePiecesLocked(header, remote_offset, std::span<const Slice>(&slice, 1), op, known_crc);
     flushAllLocked(done);
   });
 }

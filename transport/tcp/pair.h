@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ class TcpPair final : public PairBase {
   RequestPtr recv(uint32_t tag, MemoryRegion& region, uint64_t offset, uint64_t length) override;
   RequestPtr write(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
                    uint64_t remote_offset, uint64_t length, uint32_t imm) override;
+  RequestPtr writeWithCrc(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
+                          uint64_t remote_offset, uint64_t length, uint32_t imm, uint32_t payload_crc32c) override;
+  bool takesPayloadCrc(uint64_t length) const override;
 
   // A stream, under the lock: the last frame of `op` went out, so the send or write succeeded.
   void opWrittenLocked(const SendOp& op, Completions& done) { sentLocked(done, op.request, op.bytes); }
@@ -79,8 +83,11 @@ class TcpPair final : public PairBase {
   };
 
   // Cuts [slices] into frames of at most stripe bytes over the streams, in round-robin order.
+  // `known_crc`: the payload's CRC32C from the caller, used when one checked frame carries it.
   void enqueuePiecesLocked(const wire::FrameHeader& prototype, uint64_t base_offset, std::span<const Slice> slices,
-                           const std::shared_ptr<SendOp>& op);
+                           const std::shared_ptr<SendOp>& op, std::optional<uint32_t> known_crc = std::nullopt);
+  RequestPtr writeFrom(const MemoryRegion& local, uint64_t local_offset, const RemoteDescriptor& remote,
+                       uint64_t remote_offset, uint64_t length, uint32_t imm, std::optional<uint32_t> known_crc);
   void enqueueControlLocked(const wire::FrameHeader& header);
   void startSendLocked(uint32_t tag, uint64_t seq, PendingSend send, uint64_t room, Completions& done);
   void flushAllLocked(Completions& done);
