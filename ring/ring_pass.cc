@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <span>
 
 #include "kernels/sum_into.h"
@@ -131,7 +132,7 @@ class Pass {
       } else if (type == RingImmType::kReduce || type == RingImmType::kGather) {
         // Everything of this call arrived: the piece is the next call's first, left for it.
         if (recvDone()) return Status::ok();
-        POSEIDON_RETURN_IF_ERROR(takePiece(imm));
+        POSEIDON_RETURN_IF_ERROR(takePiece(imm, s_.from_pred->payloadCrc()));
         POSEIDON_RETURN_IF_ERROR(postSends(progressed));
       } else {
         return makeStatus(StatusCode::kProtocolError, "{} (our predecessor) sent {}; expected a piece from it",
@@ -190,7 +191,8 @@ class Pass {
     return Status::ok();
   }
 
-  Status takePiece(uint32_t imm) {
+  // `payload_crc`: what the transport checked the piece against, when it knows (Request::payloadCrc).
+  Status takePiece(uint32_t imm, std::optional<uint32_t> payload_crc) {
     const bool reduce = geometry_.reduces(recv_step_);
     const uint32_t expected =
         ringPieceImm(reduce ? RingImmType::kReduce : RingImmType::kGather, layer_, phaseStep(recv_step_), recv_piece_);
@@ -218,6 +220,10 @@ class Pass {
       s_.writes->push(
           s_.to_pred->write(*s_.staging_region, 0, s_.pred_staging, 0, 0, ringCreditImm(s_.pieces_staged - 1)));
       ++traffic_.credits_sent;
+    } else if (!send_crcs_.empty() && payload_crc && recv_step_ + 1 < steps_) {
+      // An all-gather piece goes on unchanged at the next step: its checked CRC goes with it, so
+      // a piece is checked end to end from the rank that finished its sum.
+      sendCrc(recv_step_ + 1, recv_piece_) = kCrcKnown | *payload_crc;
     }
     traffic_.received_bytes += piece.floats * sizeof(float);
     ++traffic_.received_pieces;

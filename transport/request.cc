@@ -39,7 +39,7 @@ void reserveRequests(size_t count) { reservePooled<Request>(count, RequestLabel{
 
 void Request::setSpinNanos(int64_t nanos) { g_spin_nanos.store(nanos, std::memory_order_relaxed); }
 
-void Request::complete(Status status, uint64_t bytes, uint32_t imm) {
+void Request::complete(Status status, uint64_t bytes, uint32_t imm, std::optional<uint32_t> payload_crc) {
   std::shared_ptr<CompletionSignal> signal;
   std::vector<std::shared_ptr<CompletionSignal>> more_signals;
   {
@@ -48,6 +48,7 @@ void Request::complete(Status status, uint64_t bytes, uint32_t imm) {
     status_ = std::move(status);
     bytes_ = bytes;
     imm_ = imm;
+    payload_crc_ = payload_crc;
     completed_at_ = Clock::now();
     done_.store(true, std::memory_order_release);
     signal = std::move(signal_);

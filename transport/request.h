@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,10 @@ class Request {
   const Status& status() const { return status_; }
   uint64_t bytes() const { return bytes_; }
   uint32_t imm() const { return imm_; }
+  // A write notification's: the CRC32C its payload arrived with and was checked against, when
+  // one checked frame carried it (TCP with payload CRCs). A caller that sends those bytes on
+  // unchanged may pass it to Pair::writeWithCrc rather than have them read again.
+  std::optional<uint32_t> payloadCrc() const { return payload_crc_; }
   // When the backend completed it: benchmarks time operations by this, not by when a busy
   // caller got round to looking.
   Clock::time_point completedAt() const { return completed_at_; }
@@ -68,7 +73,7 @@ class Request {
 
   // Backend side: the first call wins, later ones are ignored (a request that already
   // succeeded does not turn into a failure when its connection breaks afterwards).
-  void complete(Status status, uint64_t bytes = 0, uint32_t imm = 0);
+  void complete(Status status, uint64_t bytes = 0, uint32_t imm = 0, std::optional<uint32_t> payload_crc = {});
 
   // How long wait() spins before sleeping when another thread drives the backend (a wake-up
   // across cores costs tens of microseconds). Process-wide.
@@ -84,6 +89,7 @@ class Request {
   Status status_;
   uint64_t bytes_ = 0;
   uint32_t imm_ = 0;
+  std::optional<uint32_t> payload_crc_;
   Clock::time_point completed_at_{};
   mutable std::string what_;  // with a label: formatted on the first what(), under mutex_
   RequestLabel label_;

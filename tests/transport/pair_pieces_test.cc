@@ -130,8 +130,9 @@ TEST(ImmQueue, MatchesImmediatesAndWaitersInOrder) {
   NamedPeer peer;
   ImmQueue q(peer, 4);
   Completions done;
-  ASSERT_TRUE(q.deliver(11, done).isOk());
-  ASSERT_TRUE(q.deliver(12, done).isOk());
+  // A write's checked payload CRC travels with its immediate, whether claimed later or awaited.
+  ASSERT_TRUE(q.deliver(11, 0xC0FFEEu, done).isOk());
+  ASSERT_TRUE(q.deliver(12, std::nullopt, done).isOk());
   EXPECT_TRUE(done.empty());
   auto first = newRequest("first");
   ASSERT_TRUE(q.claim(first, done));
@@ -140,19 +141,22 @@ TEST(ImmQueue, MatchesImmediatesAndWaitersInOrder) {
   auto third = newRequest("third");
   EXPECT_FALSE(q.claim(third, done));
   q.await(third);
-  ASSERT_TRUE(q.deliver(13, done).isOk());
+  ASSERT_TRUE(q.deliver(13, 0xBEEFu, done).isOk());
   completeAll(done);
   EXPECT_EQ(first->imm(), 11u);
+  EXPECT_EQ(first->payloadCrc(), 0xC0FFEEu);
   EXPECT_EQ(second->imm(), 12u);
+  EXPECT_EQ(second->payloadCrc(), std::nullopt);
   EXPECT_EQ(third->imm(), 13u);
+  EXPECT_EQ(third->payloadCrc(), 0xBEEFu);
 }
 
 TEST(ImmQueue, TooManyUnclaimedIsTheWritersProtocolError) {
   NamedPeer peer;
   ImmQueue q(peer, 2);
   Completions done;
-  for (uint32_t imm : {1u, 2u}) ASSERT_TRUE(q.deliver(imm, done).isOk());
-  Status st = q.deliver(3, done);
+  for (uint32_t imm : {1u, 2u}) ASSERT_TRUE(q.deliver(imm, std::nullopt, done).isOk());
+  Status st = q.deliver(3, std::nullopt, done);
   EXPECT_EQ(st.code(), StatusCode::kProtocolError);
   EXPECT_EQ(st.message(), "rank 1 (peer:1) made more than 2 writes nobody waited for");
 }
@@ -166,7 +170,7 @@ TEST(ImmQueue, FailureFailsWaitersButKeepsLandedImmediates) {
   q.failWaiters(Status(StatusCode::kConnectionError, "gone"), done);
   completeAll(done);
   EXPECT_EQ(waiter->status().message(), "write notification from rank 1: gone");
-  ASSERT_TRUE(q.deliver(5, done).isOk());
+  ASSERT_TRUE(q.deliver(5, std::nullopt, done).isOk());
   EXPECT_TRUE(q.claim(newRequest("late"), done));
 }
 

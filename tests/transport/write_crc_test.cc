@@ -2,10 +2,12 @@
 // backend sends that CRC instead of reading the range again wherever one checked frame carries
 // the write (takesPayloadCrc), so a wrong value must fail the receiver's check, naming the frame;
 // where it cannot be used (several frames, sealed frames, device memory behind staging) it is
-// ignored and the write arrives as write() would send it.
+// ignored and the write arrives as write() would send it. The receiver's notification hands on
+// the CRC it checked (Request::payloadCrc) where one frame carried it.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 
 #include "tests/support/mesh.h"
 #include "transport/wire/crc32c.h"
@@ -41,7 +43,8 @@ DeviceOptions checked(uint64_t stripe_bytes) {
 struct Outcome {
   Status write;
   Status notified;
-  long long mismatch = -1;  // first byte of rank 1's buffer off the pattern, or -1
+  long long mismatch = -1;               // first byte of rank 1's buffer off the pattern, or -1
+  std::optional<uint32_t> notified_crc;  // the notification's Request::payloadCrc
 };
 Outcome writeWith(Mesh& m, size_t length, uint32_t crc) {
   Buffer out = makeBuffer(m[0], length, 3);
@@ -55,6 +58,7 @@ Outcome writeWith(Mesh& m, size_t length, uint32_t crc) {
   if (o.notified.isOk()) {
     EXPECT_EQ(note->imm(), 42u);
     o.mismatch = firstMismatch(in.bytes.data(), length, 3);
+    o.notified_crc = note->payloadCrc();
   }
   return o;
 }
@@ -73,6 +77,9 @@ TEST(WriteWithCrc, TheRightCrcDeliversTheWriteAsWriteWould) {
   ASSERT_TRUE(o.write.isOk()) << o.write.toString();
   ASSERT_TRUE(o.notified.isOk()) << o.notified.toString();
   EXPECT_EQ(o.mismatch, -1);
+  // The receiver hands on the CRC it checked, for a caller that sends the bytes on (the ring's
+  // all-gather).
+  EXPECT_EQ(o.notified_crc, patternCrc(length));
 }
 
 // The check that shows the caller's CRC is what travels: the backend's own would match.
@@ -97,6 +104,7 @@ TEST(WriteWithCrc, AWriteOfSeveralFramesIgnoresItAndTakesItsOwn) {
   const Outcome o = writeWith(m, length, 0xDEADBEEF);
   ASSERT_TRUE(o.notified.isOk()) << o.notified.toString();
   EXPECT_EQ(o.mismatch, -1);
+  EXPECT_EQ(o.notified_crc, std::nullopt) << "no one CRC covers a write of several frames";
 }
 
 TEST(WriteWithCrc, WithoutPayloadChecksOrWithSealedFramesItIsIgnored) {
@@ -109,6 +117,7 @@ TEST(WriteWithCrc, WithoutPayloadChecksOrWithSealedFramesItIsIgnored) {
     const Outcome o = writeWith(m, 4096, 0xDEADBEEF);
     ASSERT_TRUE(o.notified.isOk()) << "sealed " << sealed << ": " << o.notified.toString();
     EXPECT_EQ(o.mismatch, -1) << "sealed " << sealed;
+    EXPECT_EQ(o.notified_crc, std::nullopt) << "sealed " << sealed;
   }
 }
 

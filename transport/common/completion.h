@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/container/small_vector.hpp>
+#include <optional>
 
 #include "transport/request.h"
 
@@ -13,6 +14,7 @@ struct Completion {
   Status status;
   uint64_t bytes = 0;
   uint32_t imm = 0;
+  std::optional<uint32_t> payload_crc;  // a write notification's (Request::payloadCrc)
 };
 // Inline room for the few completions one call usually makes: no heap allocation per operation.
 using Completions = boost::container::small_vector<Completion, 4>;
@@ -24,7 +26,7 @@ inline void failRequest(Completions& completions, const RequestPtr& request, con
 }
 
 inline void completeAll(Completions& completions) {
-  for (auto& c : completions) c.request->complete(std::move(c.status), c.bytes, c.imm);
+  for (auto& c : completions) c.request->complete(std::move(c.status), c.bytes, c.imm, c.payload_crc);
   completions.clear();
 }
 

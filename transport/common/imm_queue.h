@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "transport/common/completion.h"
 #include "transport/common/ring_queue.h"
@@ -33,9 +34,10 @@ class ImmQueue {
   // Makes `request` wait for the next write to land.
   void await(RequestPtr request) { waiters_.push_back(std::move(request)); }
 
-  // A write landed: its immediate completes the oldest waiter, or waits to be claimed. More
-  // unclaimed immediates than the limit is the peer's protocol error (the immediate is dropped).
-  Status deliver(uint32_t imm, Completions& done);
+  // A write landed: its immediate (and its payload's checked CRC, if one frame carried it)
+  // completes the oldest waiter, or waits to be claimed. More unclaimed immediates than the limit
+  // is the peer's protocol error (the immediate is dropped).
+  Status deliver(uint32_t imm, std::optional<uint32_t> payload_crc, Completions& done);
 
   // The connection broke: every waiter fails with `cause`. Immediates already delivered stay
   // claimable, since their writes did land.
@@ -44,7 +46,11 @@ class ImmQueue {
  private:
   const Pair& peer_;
   const size_t max_unclaimed_;
-  RingQueue<uint32_t> unclaimed_;
+  struct Landed {
+    uint32_t imm = 0;
+    std::optional<uint32_t> payload_crc;
+  };
+  RingQueue<Landed> unclaimed_;
   RingQueue<RequestPtr> waiters_;
 };
 

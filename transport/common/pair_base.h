@@ -92,10 +92,11 @@ class PairBase : public Pair {
     done.push_back({request, Status::ok(), bytes});
   }
   // Under the lock. A peer's write of `bytes` landed in our memory: counts it (the bytes are
-  // there even if the peer then breaks the notification limit) and hands `imm` to recvImm().
-  Status landedLocked(uint64_t bytes, uint32_t imm, Completions& done) {
+  // there even if the peer then breaks the notification limit) and hands `imm` (and the checked
+  // payload CRC, Request::payloadCrc) to recvImm().
+  Status landedLocked(uint64_t bytes, uint32_t imm, Completions& done, std::optional<uint32_t> payload_crc = {}) {
     traffic_.countReceived(bytes);
-    return imms_.deliver(imm, done);
+    return imms_.deliver(imm, payload_crc, done);
   }
 
   // Under the lock: records `cause` as the pair's failure. False when it had already failed:

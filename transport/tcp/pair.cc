@@ -353,6 +353,7 @@ Status TcpPair::onFrameComplete(const wire::FrameHeader& h, int stream, RegionEn
         w.total = h.total;
         w.imm = h.imm;
         w.received += h.length;
+        if ((h.flags & wire::kFlagPayloadCrc) && h.length == h.total) w.payload_crc = h.payload_crc;
         if (w.received > w.total) {
           result = makeStatus(StatusCode::kProtocolError, "{} sent {} bytes for write {} of {} bytes", peerName(),
                               w.received, h.seq, w.total);
@@ -377,7 +378,7 @@ Status TcpPair::deliverWritesLocked(Completions& done) {
     const IncomingWrite landed = incoming_writes_.front();
     incoming_writes_.pop_front();
     ++next_notify_seq_;
-    POSEIDON_RETURN_IF_ERROR(landedLocked(landed.total, landed.imm, done));
+    POSEIDON_RETURN_IF_ERROR(landedLocked(landed.total, landed.imm, done, landed.payload_crc));
   }
   return Status::ok();
 }

@@ -80,6 +80,7 @@ class TcpPair final : public PairBase {
     uint64_t total = 0;
     uint64_t received = 0;
     uint32_t imm = 0;
+    std::optional<uint32_t> payload_crc;  // checked, when one frame carried the whole write
   };
 
   // Cuts [slices] into frames of at most stripe bytes over the streams, in round-robin order.
