@@ -9,6 +9,8 @@
 #include <cstring>
 #include <optional>
 
+#include "tests/support/device_exchange.h"
+#include "tests/support/fake_device_memory.h"
 #include "tests/support/mesh.h"
 #include "transport/wire/crc32c.h"
 
@@ -38,8 +40,8 @@ DeviceOptions checked(uint64_t stripe_bytes) {
   return options;
 }
 
-// Rank 0 writes `length` bytes of its pattern into rank 1's buffer with `crc`; returns the
-// notification's status once both ends are done (the write's own status when it failed first).
+// Rank 0 writes `length` bytes of its pattern into rank 1's buffer with `crc`: how the write,
+// its notification and rank 1's bytes came out.
 struct Outcome {
   Status write;
   Status notified;
@@ -119,6 +121,24 @@ TEST(WriteWithCrc, WithoutPayloadChecksOrWithSealedFramesItIsIgnored) {
     EXPECT_EQ(o.mismatch, -1) << "sealed " << sealed;
     EXPECT_EQ(o.notified_crc, std::nullopt) << "sealed " << sealed;
   }
+}
+
+// Device memory goes out from its host staging copy, so a CRC the caller took of other bytes
+// must not travel: a wrong one is ignored and the write arrives.
+TEST(WriteWithCrc, DeviceMemoryBehindStagingIgnoresIt) {
+  auto fake = std::make_shared<poseidon::testing::FakeDeviceMemory>();
+  DeviceOptions options = checked(1 << 20);
+  options.device_memory = fake;
+  Mesh m = tcpMesh(options);
+  const size_t length = 4096;
+  poseidon::testing::DeviceBuffer out = poseidon::testing::makeDeviceBuffer(m[0], *fake, length, 3);
+  ASSERT_TRUE(out.region->staged());
+  Buffer in = makeBuffer(m[1], length, 9);
+  auto note = m[1].pair(0).recvImm();
+  auto write = m[0].pair(1).writeWithCrc(*out.region, 0, in.region->remote(), 0, length, 7, 0xDEADBEEF);
+  ASSERT_TRUE(write->wait(Deadline::after(kWait)).isOk()) << write->status().toString();
+  ASSERT_TRUE(note->wait(Deadline::after(kWait)).isOk()) << note->status().toString();
+  EXPECT_EQ(firstMismatch(in.bytes.data(), length, 3), -1);
 }
 
 }  // namespace
