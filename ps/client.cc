@@ -202,6 +202,10 @@ class ClientImpl final : public Client {
   std::condition_variable pong_cv_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
+  // Set by finish() before its first kBye goes out. A server may close its connections the moment
+  // it has every worker's kBye, before this worker's last kBye left (or stopping_ is set): that
+  // close is the job ending, not a server lost.
+  std::atomic<bool> saying_bye_{false};
   std::atomic<bool> told_why_we_leave_{false};
 };
 
@@ -483,7 +487,7 @@ void ClientImpl::serverLoop(int server) {
       status = handle(server, imm);
       if (status.isOk()) continue;
     }
-    if (stopping_.load()) return;
+    if (stopping_.load() || saying_bye_.load()) return;
     {
       std::lock_guard lock(mutex_);
       failAllLocked(
@@ -750,6 +754,9 @@ Status ClientImpl::finish(Deadline deadline) {
   }
   POSEIDON_RETURN_IF_ERROR(transport::waitAll(pending, deadline));
   POSEIDON_RETURN_IF_ERROR(waitForSentPulls(deadline));
+  // Every answer is in: from here a server's connection closing is the job ending. A kBye that
+  // cannot go still fails finish() below.
+  saying_bye_.store(true);
   std::vector<RequestPtr> byes;
   for (int server = 0; server < job_.servers; ++server) {
     byes.push_back(context_.pair(job_.serverRank(server))

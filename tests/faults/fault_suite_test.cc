@@ -81,9 +81,18 @@ void expectBitIdentical(const JobSpec& job, const std::string& dir, const std::s
   }
 }
 
+// Every rank's log: a rank that fails often fails for what another one did.
+std::string allLogs(const std::string& dir, const std::string& tag, size_t ranks) {
+  std::string text;
+  for (size_t r = 0; r < ranks; ++r) {
+    text += "--- rank " + std::to_string(r) + "\n" + log(dir, tag, static_cast<int>(r));
+  }
+  return text;
+}
+
 void expectAllSucceed(Ranks& ranks, const std::string& dir, const std::string& tag, std::chrono::seconds timeout) {
   for (size_t r = 0; r < ranks.size(); ++r) {
-    ASSERT_EQ(waitExit(*ranks[r], timeout), 0) << "rank " << r << "\n" << log(dir, tag, static_cast<int>(r));
+    ASSERT_EQ(waitExit(*ranks[r], timeout), 0) << "rank " << r << "\n" << allLogs(dir, tag, ranks.size());
   }
 }
 

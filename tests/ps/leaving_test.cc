@@ -1,0 +1,116 @@
+// The end of a job is not a failure. A server closes its connections the moment it has every
+// worker's kBye, while a worker may still be sending its kBye to the other servers: that close
+// must not make the worker report the server lost (a kBye naming it), which would fail the other
+// servers of a job that completed (Faults.ALinkDownAndUpAgainIsRiddenThroughBitIdentical, 1 CI
+// run: worker 0's main thread was slow between its two kByes).
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "ps/imm_code.h"
+#include "ps/server.h"
+#include "tests/ps/synthetic_training.h"
+#include "tests/support/mesh.h"
+#include "transport/bootstrap/file_store.h"
+
+namespace poseidon::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Forwards everything to `inner`, but holds a plain kBye (value 0) to `slow_peer` back for
+// `delay`: the worker's thread is descheduled between its kByes, every time.
+class SlowByePair final : public transport::Pair {
+ public:
+  SlowByePair(transport::Pair& inner, bool slow, std::chrono::milliseconds delay)
+      : inner_(inner), slow_(slow), delay_(delay) {}
+  int peerRank() const override { return inner_.peerRank(); }
+  std::string peerName() const override { return inner_.peerName(); }
+  Status status() const override { return inner_.status(); }
+  transport::PairTraffic traffic() const override { return inner_.traffic(); }
+  transport::RequestPtr sendv(uint32_t tag, std::span<const transport::Slice> slices) override {
+    return inner_.sendv(tag, slices);
+  }
+  transport::RequestPtr recv(uint32_t tag, transport::MemoryRegion& region, uint64_t offset, uint64_t length) override {
+    return inner_.recv(tag, region, offset, length);
+  }
+  transport::RequestPtr write(const transport::MemoryRegion& local, uint64_t local_offset,
+                              const transport::RemoteDescriptor& remote, uint64_t remote_offset, uint64_t length,
+                              uint32_t imm) override {
+    const ps::Imm decoded = ps::decodeImm(imm);
+    if (slow_ && decoded.type == static_cast<uint8_t>(ps::ToServer::kBye) && decoded.value == 0) {
+      std::this_thread::sleep_for(delay_);
+    }
+    return inner_.write(local, local_offset, remote, remote_offset, length, imm);
+  }
+  transport::RequestPtr recvImm() override { return inner_.recvImm(); }
+
+ private:
+  transport::Pair& inner_;
+  const bool slow_;
+  const std::chrono::milliseconds delay_;
+};
+
+class SlowByeContext final : public transport::Context {
+ public:
+  SlowByeContext(transport::Context& inner, int slow_peer, std::chrono::milliseconds delay)
+      : Context(inner.rank(), inner.size(), inner.name()), inner_(inner) {
+    for (int peer = 0; peer < inner.size(); ++peer) {
+      pairs_.push_back(
+          peer == inner.rank() ? nullptr : std::make_unique<SlowByePair>(inner.pair(peer), peer == slow_peer, delay));
+    }
+  }
+  Result<std::unique_ptr<transport::MemoryRegion>> registerMemory(void* data, size_t length) override {
+    return inner_.registerMemory(data, length);
+  }
+  Status connect(transport::bootstrap::Store&, Deadline) override { return Status::ok(); }
+  transport::Pair& pair(int peer) override { return *pairs_[static_cast<size_t>(peer)]; }
+
+ private:
+  transport::Context& inner_;
+  std::vector<std::unique_ptr<SlowByePair>> pairs_;
+};
+
+TEST(PsLeaving, AServerClosingOnceItHasEveryByeIsNotReportedAsLost) {
+  // Worker (rank 0), server 0 (rank 1), server 1 (rank 2). The worker's kBye to server 1 waits
+  // long enough for server 0 to finish and close first.
+  auto mesh = makeMesh(3, transport::DeviceOptions{}, "ps");
+  ASSERT_TRUE(mesh) << mesh.status().toString();
+  auto store = transport::bootstrap::FileStore::open(mesh->dir->path() + "/ps-store");
+  ASSERT_TRUE(store) << store.status().toString();
+  const auto model = syntheticModel();
+  auto layout = ps::ChunkLayout::build(model.tensors(), 2, 4096);
+  ASSERT_TRUE(layout) << layout.status().toString();
+  const ps::PsJob job{1, 2, "ps"};
+  const Deadline deadline = Deadline::after(60s);
+  SlowByeContext worker_context((*mesh)[0], job.serverRank(1), 500ms);
+
+  Status server_status[2];
+  bool server0_closed = false;
+  std::vector<std::thread> servers;
+  for (int s = 0; s < 2; ++s) {
+    servers.emplace_back([&, s] {
+      const int rank = job.serverRank(s);
+      auto server = ps::Server::start((*mesh)[rank], **store, model, *layout, job, ps::ServerOptions{}, deadline);
+      server_status[s] = server ? (*server)->waitUntilDone(deadline) : server.status();
+      if (s != 0) return;
+      // As a server process exits: its connections close at once.
+      if (server) server->reset();
+      mesh->contexts[static_cast<size_t>(rank)].reset();
+      server0_closed = true;
+    });
+  }
+  Status worker_status;
+  {
+    auto client = ps::Client::start(worker_context, **store, model, *layout, job, ps::Consistency::bsp(), deadline);
+    worker_status = client ? trainWorker(**client, {0, 5, 1, true}, deadline) : client.status();
+  }
+  for (std::thread& thread : servers) thread.join();
+  EXPECT_TRUE(worker_status.isOk()) << worker_status.toString();
+  EXPECT_TRUE(server0_closed);
+  for (int s = 0; s < 2; ++s)
+    EXPECT_TRUE(server_status[s].isOk()) << "server " << s << ": " << server_status[s].toString();
+}
+
+}  // namespace
+}  // namespace poseidon::testing
