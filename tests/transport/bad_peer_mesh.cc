@@ -11,7 +11,8 @@
 
 namespace poseidon::transport::badpeer {
 
-Result<FakePeerConnection> handshakeAsRank2(const std::string& store_dir, int rank, uint16_t features) {
+Result<FakePeerConnection> handshakeAsRank2(const std::string& store_dir, int rank, uint16_t features, uint32_t stream,
+                                            uint32_t streams) {
   auto store = bootstrap::FileStore::open(store_dir);
   if (!store) return store.status();
   auto address = (*store)->get(fmt::format("poseidon/transport/{}/address/{}", kBadPeerContext, rank),
@@ -22,7 +23,7 @@ Result<FakePeerConnection> handshakeAsRank2(const std::string& store_dir, int ra
   auto fd = connectWithRetry(host_port->first, host_port->second, Deadline::after(std::chrono::seconds(5)));
   if (!fd) return fd.status();
   const wire::ClientHello hello =
-      newClientHello(wire::contextId(kBadPeerContext), 2, static_cast<uint32_t>(rank), 0, 1, features);
+      newClientHello(wire::contextId(kBadPeerContext), 2, static_cast<uint32_t>(rank), stream, streams, features);
   auto keys = tcp::clientHandshake(fd->get(), kBadPeerSecret, hello, Deadline::after(std::chrono::seconds(5)), "test");
   if (!keys) return keys.status();
   return FakePeerConnection{std::move(*fd), *keys};
@@ -35,8 +36,9 @@ BadPeerMesh makeBadPeerMesh(DeviceOptions options, uint16_t features) {
   Status fake_status;
   std::thread fake([&] {
     // Rank 2 connects to both lower ranks once they published their addresses.
-    auto a = handshakeAsRank2(out.mesh.dir->path(), 0, features);
-    auto b = handshakeAsRank2(out.mesh.dir->path(), 1, features);
+    const auto streams = static_cast<uint32_t>(options.streams);
+    auto a = handshakeAsRank2(out.mesh.dir->path(), 0, features, 0, streams);
+    auto b = handshakeAsRank2(out.mesh.dir->path(), 1, features, 0, streams);
     if (!a || !b) {
       fake_status = a ? b.status() : a.status();
       return;
@@ -45,6 +47,16 @@ BadPeerMesh makeBadPeerMesh(DeviceOptions options, uint16_t features) {
     out.keys0 = a->keys;
     out.to_rank1 = std::move(b->fd);
     out.keys1 = b->keys;
+    for (uint32_t stream = 1; stream < streams; ++stream) {
+      for (int rank : {0, 1}) {
+        auto more = handshakeAsRank2(out.mesh.dir->path(), rank, features, stream, streams);
+        if (!more) {
+          fake_status = more.status();
+          return;
+        }
+        (rank == 0 ? out.more_to_rank0 : out.more_to_rank1).push_back(std::move(more->fd));
+      }
+    }
   });
   // Only ranks 0 and 1 run here (size 3).
   poseidon::testing::Mesh& m = out.mesh;

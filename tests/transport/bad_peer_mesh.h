@@ -21,10 +21,13 @@ struct BadPeerMesh {
   Fd to_rank1;
   wire::FrameKeys keys0;  // of the connection to rank 0 (rank 2 is its client)
   wire::FrameKeys keys1;
+  // With options.streams > 1: streams 1.. of each connection (to_rank0 and to_rank1 are stream 0).
+  std::vector<Fd> more_to_rank0;
+  std::vector<Fd> more_to_rank1;
 };
 
-// `options` for the real ranks (the secret is set here); rank 2's hello announces `features`.
-// Throws StatusError when the mesh cannot be made.
+// `options` for the real ranks (the secret is set here; options.streams streams a pair); rank 2's
+// hello announces `features`. Throws StatusError when the mesh cannot be made.
 BadPeerMesh makeBadPeerMesh(DeviceOptions options = {}, uint16_t features = 0);
 
 // Rank 2's handshake with `rank` alone, for tests of the handshake's outcome.
@@ -32,7 +35,8 @@ struct FakePeerConnection {
   Fd fd;
   wire::FrameKeys keys;
 };
-Result<FakePeerConnection> handshakeAsRank2(const std::string& store_dir, int rank, uint16_t features);
+Result<FakePeerConnection> handshakeAsRank2(const std::string& store_dir, int rank, uint16_t features,
+                                            uint32_t stream = 0, uint32_t streams = 1);
 
 void sendRaw(int fd, const std::vector<uint8_t>& bytes);
 

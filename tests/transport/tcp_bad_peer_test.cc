@@ -3,6 +3,8 @@
 // pending requests must fail, and the pair between the two honest ranks must go on.
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <thread>
 
@@ -254,6 +256,41 @@ TEST(BadPeer, APayloadCrcSummedOverTwoReadsAcceptsTheRightBytesAndNamesOneFlippe
     ASSERT_TRUE(pending->wait(Deadline::after(std::chrono::seconds(5))).isOk()) << pending->status().toString();
     EXPECT_TRUE(std::equal(payload.begin(), payload.end(), in.bytes.begin())) << "the write did not land whole";
   }
+}
+
+// A peer that sends its last write and closes (a job's last message, then exit) shuts all its
+// streams at once, but this side may read one stream's end before another stream's last frames:
+// the pair fails only once every stream has ended, so nothing sent before the close is lost.
+// Here stream 0 ends first and stays ended for a while before stream 1's frame comes.
+TEST(BadPeer, AStreamThatEndsFirstDoesNotDropFramesStillOnTheOthers) {
+  DeviceOptions options;
+  options.streams = 2;
+  BadPeerMesh m = makeBadPeerMesh(options);
+  ASSERT_EQ(m.more_to_rank0.size(), 1u);
+  Buffer in = makeBuffer(m.mesh[0], 4096);  // region key 1 on rank 0
+  auto notified = m.mesh[0].pair(2).recvImm();
+  ASSERT_EQ(::shutdown(m.to_rank0.get(), SHUT_WR), 0);          // stream 0: FIN, as a closing peer sends
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // read by rank 0 by now
+  ASSERT_TRUE(m.mesh[0].pair(2).status().isOk()) << m.mesh[0].pair(2).status().toString();
+  wire::FrameHeader h;
+  h.type = wire::FrameType::kWrite;
+  h.tag = 1;
+  h.length = 64;
+  h.total = 64;
+  h.imm = 0x5eed;
+  std::vector<uint8_t> bytes = frame(h, 64);
+  std::fill(bytes.begin() + wire::kFrameHeaderSize, bytes.end(), uint8_t{0x77});
+  sendRaw(m.more_to_rank0[0].get(), bytes);
+  m.more_to_rank0[0].reset();  // stream 1 closes behind its frame
+  ASSERT_TRUE(notified->wait(Deadline::after(std::chrono::seconds(5))).isOk()) << notified->status().toString();
+  EXPECT_EQ(notified->imm(), 0x5eedu);
+  EXPECT_EQ(std::count(in.bytes.begin(), in.bytes.begin() + 64, uint8_t{0x77}), 64);
+  // Every stream has ended now: the pair fails, and says the peer closed it.
+  auto after = m.mesh[0].pair(2).recvImm();
+  Status st = after->wait(Deadline::after(std::chrono::seconds(5)));
+  EXPECT_EQ(st.code(), StatusCode::kConnectionError) << st.toString();
+  EXPECT_NE(st.message().find("rank 2"), std::string::npos) << st.toString();
+  EXPECT_NE(st.message().find("closed the connection"), std::string::npos) << st.toString();
 }
 
 TEST(Handshake, WrongVersionIsRefusedWithBothVersionsNamed) {

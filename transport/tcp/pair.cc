@@ -400,6 +400,19 @@ Status TcpPair::gapInWritesLocked() {
       slowest - 1);
 }
 
+void TcpPair::onStreamEnded(int stream) {
+  size_t ended = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ended = ++ended_streams_;
+  }
+  if (ended < streams_.size()) return;
+  fail(streams_.size() == 1
+           ? makeStatus(StatusCode::kConnectionError, "{} closed the connection (stream {})", peerName(), stream)
+           : makeStatus(StatusCode::kConnectionError, "{} closed the connection (all {} streams)", peerName(),
+                        streams_.size()));
+}
+
 void TcpPair::fail(Status cause) {
   Completions done;
   size_t notifications = 0;

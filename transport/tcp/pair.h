@@ -56,6 +56,9 @@ class TcpPair final : public PairBase {
   Result<PayloadDestination> onFrameHeader(const wire::FrameHeader& header);
   // `region`: a write's, from onFrameHeader.
   Status onFrameComplete(const wire::FrameHeader& header, int stream, RegionEntry* region);
+  // Under the dispatch gate, from a stream the peer closed between frames: the pair fails once
+  // every stream has ended (the others may still hold frames sent before the close).
+  void onStreamEnded(int stream);
   // Fails every pending request with `cause` and closes the streams. Under the dispatch gate, or after
   // the streams were removed from the engine.
   void fail(Status cause);
@@ -103,6 +106,7 @@ class TcpPair final : public PairBase {
   const PairArgumentChecks checks_{BackendTag::kTcp};
 
   std::vector<std::unique_ptr<Stream>> streams_;
+  size_t ended_streams_ = 0;  // closed by the peer between frames
   bool active_ = false;
   size_t next_stream_ = 0;
 

@@ -203,10 +203,21 @@ void Stream::onEvents(uint32_t events) {
     }
     completeAll(done);
   }
-  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) onReadable();
+  // An ended stream may still be in the batch of events that was fetched before it left.
+  if (!ended_ && (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))) onReadable();
 }
 
 void Stream::failStream(Status status) { pair_.fail(std::move(status)); }
+
+void Stream::endBetweenFrames() {
+  // The peer closes all its streams at once, each behind its last frame, but this side may read
+  // this end before another stream's last frames: those are still to be read, so the pair fails
+  // only once every stream has ended. This one leaves the engine, whose level-triggered epoll
+  // would report its end again and again.
+  ended_ = true;
+  pair_.engine().remove(fd_.get());
+  pair_.onStreamEnded(index_);
+}
 
 template <typename Fn>
 bool Stream::atFinalPlace(Fn&& fn) {
@@ -239,8 +250,12 @@ bool Stream::fillInbox(size_t want, size_t& budget, bool& drained) {
     return true;
   }
   if (n == 0) {
-    failStream(
-        makeStatus(StatusCode::kConnectionError, "{} closed the connection (stream {})", pair_.peerName(), index_));
+    if (read_state_ == ReadState::kHeader && inbox_begin_ == inbox_end_) {
+      endBetweenFrames();
+    } else {
+      failStream(makeStatus(StatusCode::kConnectionError,
+                            "{} closed the connection in the middle of a frame (stream {})", pair_.peerName(), index_));
+    }
     return false;
   }
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;

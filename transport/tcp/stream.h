@@ -113,6 +113,9 @@ class Stream final : public EventHandler {
   // `drained`: the read was short, so the socket has nothing more for now.
   bool fillInbox(size_t want, size_t& budget, bool& drained);
   void failStream(Status status);
+  // The peer closed this stream after a whole frame: what its other streams still hold is read
+  // before the pair fails (TcpPair::onStreamEnded).
+  void endBetweenFrames();
 
   TcpPair& pair_;
   int index_;
@@ -127,6 +130,7 @@ class Stream final : public EventHandler {
   size_t spare_bytes_ = 0;
 
   // Under the dispatch gate only.
+  bool ended_ = false;  // the peer closed it between frames; out of the engine
   ReadState read_state_ = ReadState::kHeader;
   std::vector<uint8_t> inbox_;
   size_t inbox_begin_ = 0;
