@@ -120,6 +120,14 @@ int main(int argc, char** argv) {
   const Deadline deadline = Deadline::after(std::chrono::seconds(timeout_s));
   auto consistency = ps::parseConsistency(consistency_text);
   if (!consistency) return fail(consistency.status(), "--consistency");
+  if (!root.empty() && consistency->mode == ps::Consistency::Mode::kAsync) {
+    // Rank 0's store leaves with it, and there is no exit barrier (see the end of main): under
+    // async, rank 0 may finish while a slower rank still reads its servers' regions from the store.
+    return fail(makeStatus(StatusCode::kInvalidArgument,
+                           "--root with --consistency {}: a TCP store needs BSP or SSP here; use --store",
+                           consistency->canonical()),
+                "--root");
+  }
   auto optimizer = kernels::parseOptimizer(optimizer_text);
   if (!optimizer) return fail(optimizer.status(), "--optimizer");
   transport::bootstrap::LaunchInfo launch;
@@ -165,8 +173,9 @@ int main(int argc, char** argv) {
     if (!client) return fail(client.status(), "client");
     status = runWorker(**client, rank, options, deadline);
   }
-  // No exit barrier: every rank is past the store once training ran (start() does all the
-  // exchanges), and a barrier would wait for a peer a test killed.
+  // No exit barrier: under BSP and SSP every rank is past the store once training ran (start()
+  // does all the exchanges; async with --root is refused above), and a barrier would wait for a
+  // peer a test killed.
   if (!status.isOk()) return fail(status, role);
   return 0;
 }
