@@ -238,6 +238,13 @@ void VerbsDevice::onConnectionEvent(rdma_cm_event* event) {
   rdma_ack_cm_event(event);
   if (pair == nullptr) return;
   // ESTABLISHED needs nothing here: on the accepting side the peer's hello drives the handshake.
+  // A peer that disconnects right after its last write (a job's goodbye): that write's completion
+  // may still wait in the queue, as the loop also looks at connection events while completions
+  // keep coming. Those queued before this event are handled first (at most the queue's depth, 32
+  // a poll), or failing the pair would drop them.
+  if (type == RDMA_CM_EVENT_DISCONNECTED) {
+    for (int polls = cq_->cqe / 32 + 1; polls > 0 && pollCompletions(); --polls) {}
+  }
   switch (type) {
     case RDMA_CM_EVENT_DISCONNECTED:
     case RDMA_CM_EVENT_DEVICE_REMOVAL:
