@@ -8,7 +8,8 @@
 //   peer learns of it only through the 32-bit immediate, which a recvImm() request receives
 //   after the data is visible; writes on one pair are notified in the order posted.
 // - failure: when the connection breaks, every pending request fails promptly with a status
-//   that names the peer; later calls fail at once. Other pairs are untouched.
+//   that names the peer; later calls fail at once. Other pairs are untouched. A peer that closes
+//   in order (its last message, then exit) has what it sent before delivered first.
 // Calls may come from any thread.
 #pragma once
 
