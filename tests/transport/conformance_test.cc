@@ -20,6 +20,7 @@ namespace poseidon::transport {
 namespace {
 
 using poseidon::testing::Buffer;
+using poseidon::testing::fillPattern;
 using poseidon::testing::firstMismatch;
 using poseidon::testing::makeBuffer;
 using poseidon::testing::makeMesh;
@@ -418,6 +419,55 @@ TEST_P(Conformance, ClosingOnePeerFailsItsRequestsOnlyWithTheirPeerNamed) {
   // The send's memory must outlive its request (TSan cannot see that the bytes arrived).
   ASSERT_TRUE(s->wait(Deadline::after(kTimeout)).isOk()) << s->status().toString();
   EXPECT_EQ(firstMismatch(in.bytes.data(), 1000, 6), -1);
+}
+
+// A peer that writes and then closes in order (a job's last messages, then exit): every write it
+// completed arrives, whole and in order, before the pair fails naming it. With several streams the
+// close reaches each stream separately, and one stream's end must not drop another's last frames;
+// on verbs the disconnect must not overtake completions already queued. Several rounds, since
+// which side of that race a run lands on is up to the scheduler.
+TEST_P(Conformance, WhatAPeerWroteBeforeClosingArrivesThenThePairFails) {
+  constexpr int kRounds = 8;
+  constexpr int kWrites = 16;
+  constexpr size_t kRegion = 1 << 20;
+  for (int round = 0; round < kRounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    Mesh m = mesh(2);
+    Buffer target = makeBuffer(m[1], kRegion, 0);
+    std::vector<RequestPtr> notes;
+    for (int i = 0; i < kWrites; ++i) notes.push_back(m[1].pair(0).recvImm());
+    {
+      Buffer source = makeBuffer(m[0], kRegion, static_cast<uint8_t>(round + 1));
+      std::vector<RequestPtr> writes;
+      const size_t piece = kRegion / kWrites;
+      for (int i = 0; i < kWrites; ++i) {
+        // Every other write spans several stripes; the rest are small, each on the next stream.
+        const size_t len = i % 2 == 0 ? piece : 100;
+        const size_t off = static_cast<size_t>(i) * piece;
+        writes.push_back(m[0].pair(1).write(*source.region, off, target.region->remote(), off, len, 500 + i));
+      }
+      ASSERT_TRUE(waitAll(writes, Deadline::after(kTimeout)).isOk());
+      source.region.reset();
+      m.contexts[0].reset();  // rank 0 leaves at once
+    }
+    for (int i = 0; i < kWrites; ++i) {
+      ASSERT_TRUE(notes[i]->wait(Deadline::after(kTimeout)).isOk())
+          << "write " << i << ": " << notes[i]->status().toString();
+      EXPECT_EQ(notes[i]->imm(), 500u + i);
+    }
+    const size_t piece = kRegion / kWrites;
+    std::vector<uint8_t> expected(kRegion);
+    fillPattern(expected.data(), kRegion, static_cast<uint8_t>(round + 1));
+    for (int i = 0; i < kWrites; ++i) {
+      const size_t off = static_cast<size_t>(i) * piece;
+      const size_t len = i % 2 == 0 ? piece : 100;
+      EXPECT_EQ(std::memcmp(target.bytes.data() + off, expected.data() + off, len), 0) << "write " << i;
+    }
+    auto after = m[1].pair(0).recvImm();
+    Status st = after->wait(Deadline::after(std::chrono::seconds(10)));
+    EXPECT_EQ(st.code(), StatusCode::kConnectionError) << st.toString();
+    EXPECT_NE(st.message().find("rank 0"), std::string::npos) << st.toString();
+  }
 }
 
 // Traffic counters (traffic.h): payload bytes only, one message per call however the backend
