@@ -2,6 +2,7 @@
 // turn the check off (bench-peers measures what it costs that way, and a job of mixed ranks sums
 // alike either way, so the multiprocess test alone could not tell an ignored flag).
 #include <gtest/gtest.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <string>

@@ -9,13 +9,13 @@
 // --batch, --layers, --mode, --chunk-bytes and adaptive options.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "model/model.h"
 #include "scheme/scheme.h"
+#include "tools/cli/cli_fwd.h"
 #include "tools/hybcomm/bench_model.h"
 #include "tools/ps/job_options.h"
 #include "trainer/hybcomm/hybcomm.h"

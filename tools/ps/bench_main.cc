@@ -7,6 +7,7 @@
 //
 // Exit codes: 0 done, 1 the job failed (the reason on stderr), 2 a bad command line.
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>

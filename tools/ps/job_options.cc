@@ -132,4 +132,12 @@ std::optional<int> parseCommandLine(CLI::App& app, int argc, const char* const* 
   return std::nullopt;
 }
 
+std::optional<int> parseCommandLine(const char* program, const std::string& description, int argc,
+                                    const char* const* argv, const std::function<void(CLI::App&)>& add_options,
+                                    const std::function<std::string()>& check) {
+  CLI::App app{description, program};
+  add_options(app);
+  return parseCommandLine(app, argc, argv, check);
+}
+
 }  // namespace poseidon::tools

@@ -6,7 +6,6 @@
 // --consistency: each computes the chunk layout on its own (ps/chunk_layout.h).
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -17,6 +16,7 @@
 #include "model/model.h"
 #include "ps/chunk_layout.h"
 #include "ps/consistency.h"
+#include "tools/cli/cli_fwd.h"
 
 namespace poseidon::tools {
 
@@ -66,6 +66,13 @@ void warnIfNoSecret(const JobOptions& options, const char* program);
 // (0 after --help, 2 after a bad command line) once the help or the error has been printed.
 // `check` runs after CLI11's own parsing and returns an error text or "".
 std::optional<int> parseCommandLine(CLI::App& app, int argc, const char* const* argv,
+                                    const std::function<std::string()>& check);
+
+// The same for a program whose source does not include CLI11 (cli_fwd.h says why): builds the
+// App from `program` (its name) and `description` (--help's first lines), and `add_options`
+// declares the options on it.
+std::optional<int> parseCommandLine(const char* program, const std::string& description, int argc,
+                                    const char* const* argv, const std::function<void(CLI::App&)>& add_options,
                                     const std::function<std::string()>& check);
 
 }  // namespace poseidon::tools

@@ -4,10 +4,10 @@
 // process.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 
+#include "tools/cli/cli_fwd.h"
 #include "tools/ps/job_options.h"
 #include "tools/ps/job_process.h"
 

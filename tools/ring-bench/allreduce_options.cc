@@ -1,6 +1,7 @@
 #include "tools/ring-bench/allreduce_options.h"
 
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 

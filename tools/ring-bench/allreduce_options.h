@@ -5,12 +5,12 @@
 // which holds for what each rank sends.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "ring/ring_allreduce.h"
+#include "tools/cli/cli_fwd.h"
 #include "transport/device.h"
 
 namespace poseidon::tools {

@@ -97,11 +97,11 @@ int main(int argc, char** argv) {
   // The library logs warnings and worse to stderr; stdout carries the rows.
   spdlog::set_default_logger(spdlog::stderr_color_mt(kProgram));
   spdlog::set_level(spdlog::level::warn);
-  CLI::App app{"poseidon-allreduce-bench: the ring all-reduce alone, verified, over a range of sizes", kProgram};
   AllreduceBenchCommandLine c;
-  addAllreduceBenchOptions(app, c);
-  if (auto code = parseCommandLine(app, argc, argv,
-                                   [&] { return checkAllreduceBenchOptions(c, std::getenv("POSEIDON_SECRET")); })) {
+  if (auto code = parseCommandLine(
+          kProgram, "poseidon-allreduce-bench: the ring all-reduce alone, verified, over a range of sizes", argc, argv,
+          [&](CLI::App& app) { addAllreduceBenchOptions(app, c); },
+          [&] { return checkAllreduceBenchOptions(c, std::getenv("POSEIDON_SECRET")); })) {
     return *code;
   }
   return run(c);

@@ -89,16 +89,15 @@ int main(int argc, char** argv) {
   using namespace poseidon::tools;
   spdlog::set_default_logger(spdlog::stderr_color_mt(kProgram));
   spdlog::set_level(spdlog::level::warn);
-  CLI::App app{
-      "poseidon-trace: a zoo network's training traffic and timing, compute replaced by timed sleeps (the papers'\n"
-      "single-GPU rates split by FLOPs), model bytes and link rate scaled down alike. One process per rank\n"
-      "(POSEIDON_RANK / POSEIDON_SIZE / POSEIDON_ROOT): workers, then PS servers. tools/bench-overlap runs jobs.\n"
-      "Exit: 0 ok, 1 failure, 2 bad usage.",
-      kProgram};
   TraceCommandLine c;
-  addTraceOptions(app, c);
-  if (auto code =
-          parseCommandLine(app, argc, argv, [&] { return checkTraceOptions(c, std::getenv("POSEIDON_SECRET")); })) {
+  if (auto code = parseCommandLine(
+          kProgram,
+          "poseidon-trace: a zoo network's training traffic and timing, compute replaced by timed sleeps (the papers'\n"
+          "single-GPU rates split by FLOPs), model bytes and link rate scaled down alike. One process per rank\n"
+          "(POSEIDON_RANK / POSEIDON_SIZE / POSEIDON_ROOT): workers, then PS servers. tools/bench-overlap runs jobs.\n"
+          "Exit: 0 ok, 1 failure, 2 bad usage.",
+          argc, argv, [&](CLI::App& app) { addTraceOptions(app, c); },
+          [&] { return checkTraceOptions(c, std::getenv("POSEIDON_SECRET")); })) {
     return *code;
   }
   try {

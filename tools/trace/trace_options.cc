@@ -1,6 +1,7 @@
 #include "tools/trace/trace_options.h"
 
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <charconv>
 #include <cmath>

@@ -5,11 +5,11 @@
 // of a job is given the same options.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 
 #include "common/status.h"
+#include "tools/cli/cli_fwd.h"
 #include "trainer/api/session.h"
 #include "trainer/trace/link_scale.h"
 #include "trainer/trace/trace_model.h"

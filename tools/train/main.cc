@@ -133,16 +133,15 @@ int main(int argc, char** argv) {
   // The library logs warnings and worse to stderr, as the progress line does.
   spdlog::set_default_logger(spdlog::stderr_color_mt(kProgram));
   spdlog::set_level(spdlog::level::warn);
-  CLI::App app{
-      "poseidon-train: trains a CNN on Fashion-MNIST data-parallel through Poseidon (HybComm: PS, SFB, ring).\n"
-      "One process per rank; the rank comes from POSEIDON_RANK / POSEIDON_SIZE / POSEIDON_ROOT (or mpirun,\n"
-      "srun). Ranks 0..P1-1 are workers, then the PS servers, then any Adam servers. tools/demo runs a job.\n"
-      "Exit: 0 ok, 1 failure, 2 bad usage.",
-      kProgram};
   TrainCommandLine c;
-  addTrainOptions(app, c);
-  if (auto code =
-          parseCommandLine(app, argc, argv, [&] { return checkTrainOptions(c, std::getenv("POSEIDON_SECRET")); })) {
+  if (auto code = parseCommandLine(
+          kProgram,
+          "poseidon-train: trains a CNN on Fashion-MNIST data-parallel through Poseidon (HybComm: PS, SFB, ring).\n"
+          "One process per rank; the rank comes from POSEIDON_RANK / POSEIDON_SIZE / POSEIDON_ROOT (or mpirun,\n"
+          "srun). Ranks 0..P1-1 are workers, then the PS servers, then any Adam servers. tools/demo runs a job.\n"
+          "Exit: 0 ok, 1 failure, 2 bad usage.",
+          argc, argv, [&](CLI::App& app) { addTrainOptions(app, c); },
+          [&] { return checkTrainOptions(c, std::getenv("POSEIDON_SECRET")); })) {
     return *code;
   }
   try {

@@ -1,6 +1,7 @@
 #include "tools/train/train_options.h"
 
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <filesystem>

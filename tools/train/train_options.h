@@ -5,13 +5,13 @@
 // comes from the launch environment (POSEIDON_RANK / POSEIDON_SIZE / POSEIDON_ROOT, mpirun, srun).
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 
 #include "common/status.h"
 #include "kernels/optimizer_config.h"
 #include "ps/consistency.h"
+#include "tools/cli/cli_fwd.h"
 #include "trainer/api/session.h"
 #include "trainer/wfbp/merge_options.h"
 #include "transport/bootstrap/launch_env.h"
