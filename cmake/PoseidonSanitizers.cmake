@@ -34,9 +34,9 @@ add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${poseidon_sanitizer_flags};-fno-
 # Compile time: GCC with ASan + UBSan at -O2 took 2.4x the plain build's CPU (1085 s of 2 cores,
 # the largest part of tools/test). The library is compiled at -O1, as ASan's documentation
 # advises (close to -O2's speed; at -O0 it compiled in 105 s less CPU, but the unit and
-# multiprocess tests then took 150 s more: 393 s against about 240 s), and the drivers in tests/ and tools/ at -O0: their
-# code is not what runs hot, and instrumented at -O1 or above each CLI11 option parser alone took
-# 30 s. Options come after CMAKE_CXX_FLAGS_<CONFIG>, so these win over its -O2; a source that sets
+# multiprocess tests then took 150 s more: 393 s against about 240 s), and the drivers in tests/
+# and tools/ at -O0: their code is not what runs hot, and instrumented at -O1 or above each CLI11
+# option parser alone took 30 s. Options come after CMAKE_CXX_FLAGS_<CONFIG>, so these win over its -O2; a source that sets
 # its own (kernels' -O3) still wins over them.
 add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-O1>")
 set(POSEIDON_SANITIZED_DRIVER_FLAGS "$<$<COMPILE_LANGUAGE:CXX>:-O0>")
