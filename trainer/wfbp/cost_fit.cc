@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "model/layer.h"
 
@@ -28,13 +29,21 @@ Result<double> modelSeconds(scheme::Scheme scheme, const ClusterShape& cluster, 
   return estimateSeconds(*traffic, link, duplex, sizeof(float));
 }
 
+// The median of a non-empty list (the mean of the middle two for an even count); reorders it.
+double median(std::vector<double>& values) {
+  const size_t middle = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + middle, values.end());
+  const double upper = values[middle];
+  if (values.size() % 2 == 1) return upper;
+  return (*std::max_element(values.begin(), values.begin() + middle) + upper) / 2;
+}
+
 }  // namespace
 
 Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples) {
   if (samples.empty()) {
     return makeStatus(StatusCode::kInvalidArgument, "cost fit: no probe samples, expected timings of 2 sizes or more");
   }
-  double mean_bytes = 0, mean_seconds = 0;
   bool distinct = false;
   for (size_t i = 0; i < samples.size(); ++i) {
     if (!std::isfinite(samples[i].seconds) || samples[i].seconds < 0) {
@@ -43,8 +52,6 @@ Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples) {
                         samples[i].bytes, samples[i].seconds);
     }
     distinct = distinct || samples[i].bytes != samples[0].bytes;
-    mean_bytes += static_cast<double>(samples[i].bytes);
-    mean_seconds += samples[i].seconds;
   }
   if (!distinct) {
     return makeStatus(StatusCode::kInvalidArgument,
@@ -52,29 +59,41 @@ Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples) {
                       "distinct sizes or more",
                       samples[0].bytes);
   }
-  const double n = static_cast<double>(samples.size());
-  mean_bytes /= n;
-  mean_seconds /= n;
-  double sxy = 0, sxx = 0, sxy_origin = 0, sxx_origin = 0;
-  for (const ProbeSample& s : samples) {
-    const double x = static_cast<double>(s.bytes);
-    sxy += (x - mean_bytes) * (s.seconds - mean_seconds);
-    sxx += (x - mean_bytes) * (x - mean_bytes);
-    sxy_origin += x * s.seconds;
-    sxx_origin += x * x;
+  // Theil-Sen: the slope is the median of the slopes between every two samples of distinct sizes,
+  // the intercept the median of what each sample leaves above that slope. A loaded machine only
+  // ever adds time, and mostly to some sizes' samples (a preempted exchange): least squares
+  // follows such a size and can tilt the line below zero latency; the medians follow the sizes
+  // that ran clean (the line holds while fewer than about 3 in 10 pairs are off).
+  std::vector<double> slopes;
+  slopes.reserve(samples.size() * (samples.size() - 1) / 2);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    for (size_t j = i + 1; j < samples.size(); ++j) {
+      if (samples[i].bytes == samples[j].bytes) continue;
+      slopes.push_back((samples[j].seconds - samples[i].seconds) /
+                       (static_cast<double>(samples[j].bytes) - static_cast<double>(samples[i].bytes)));
+    }
   }
+  const double b = median(slopes);
+  std::vector<double> intercepts;
+  intercepts.reserve(samples.size());
+  for (const ProbeSample& s : samples) intercepts.push_back(s.seconds - b * static_cast<double>(s.bytes));
+  const double a = median(intercepts);
   CostFit fit;
   fit.samples = samples.size();
-  const double b = sxy / sxx;
-  const double a = mean_seconds - b * mean_bytes;
   if (b < 0) {
-    fit.cost = {mean_seconds, 0};
+    std::vector<double> times;
+    for (const ProbeSample& s : samples) times.push_back(s.seconds);
+    fit.cost = {median(times), 0};
     fit.note = fmt::format(
         "slope {:.3g} s/B < 0 (time fell with size: the noise exceeds what the sizes probed show), clamped "
-        "to b = 0, a = the mean time",
+        "to b = 0, a = the median time",
         b);
   } else if (a < 0) {
-    fit.cost = {0, sxy_origin / sxx_origin};  // sxx_origin > 0: some size is > 0 (two distinct sizes)
+    std::vector<double> rates;
+    for (const ProbeSample& s : samples) {
+      if (s.bytes > 0) rates.push_back(s.seconds / static_cast<double>(s.bytes));
+    }
+    fit.cost = {0, median(rates)};  // not empty: of two distinct sizes, one is > 0
     fit.note = fmt::format(
         "intercept {:.3g} s < 0 (latency below the noise), clamped to a = 0, b refitted "
         "through the origin",

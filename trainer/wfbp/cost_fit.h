@@ -25,14 +25,15 @@ struct CostFit {
   MessageCost cost;
   double rms_residual_s = 0;  // of the samples about the line returned
   size_t samples = 0;
-  // Empty when the least-squares line is returned as is; otherwise what was clamped and why.
+  // Empty when the fitted line is returned as is; otherwise what was clamped and why.
   std::string note;
 };
 
-// Least-squares line through the samples. Fails for no samples, a negative or non-finite time, or
+// The Theil-Sen line through the samples (median slope, median intercept: robust to the time a
+// loaded machine adds to some of them). Fails for no samples, a negative or non-finite time, or
 // fewer than 2 distinct sizes (naming the one size). A negative slope (time falling with size:
-// noise larger than the probe's size range shows) is clamped to b = 0, a = the mean time; a
-// negative intercept (latency below the noise) to a = 0, with b refitted through the origin.
+// noise larger than the probe's size range shows) is clamped to b = 0, a = the median time; a
+// negative intercept (latency below the noise) to a = 0, with b the median of time / size.
 Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples);
 
 // T(M) of one sync of a plain tensor of M bytes under `scheme` (PS or ring: the schemes that move
