@@ -44,7 +44,8 @@ std::vector<std::unique_ptr<ChildProcess>> launchJob(const std::string& peer_bin
       if (rank == job.die_worker) argv.insert(argv.end(), {"--die-at-clock", std::to_string(job.die_at_clock)});
     } else if (!job.checkpoint_dir.empty()) {
       argv.insert(argv.end(),
-                  {"--checkpoint-dir", job.checkpoint_dir, "--checkpoint-every", std::to_string(job.checkpoint_every)});
+                  {"--checkpoint-dir", job.checkpoint_dir, "--checkpoint-every", std::to_string(job.checkpoint_every),
+                   "--checkpoint-keep", std::to_string(job.checkpoint_keep)});
       if (job.resume) argv.push_back("--resume");
     }
     if (job.edit_argv) job.edit_argv(rank, argv);

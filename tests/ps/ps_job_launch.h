@@ -19,6 +19,7 @@ struct JobSpec {
   std::string optimizer = "adam:lr=0.01";
   std::string checkpoint_dir;
   uint64_t checkpoint_every = 0;
+  int checkpoint_keep = 2;  // the server's default
   bool resume = false;
   int clock_delay_ms = 0;
   int die_worker = -1;

@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   std::string checkpoint_dir;
   int rank = 0, size = 2, timeout_s = 60;
   uint64_t chunk_bytes = 4096, checkpoint_every = 0;
+  int checkpoint_keep = ps::ServerOptions{}.checkpoint_keep;
   bool resume = false;
   PeerOptions options;
   auto* store_option = app.add_option("--store", store_dir, "FileStore directory shared by all ranks");
@@ -113,6 +114,7 @@ int main(int argc, char** argv) {
   app.add_option("--trace", options.trace);
   app.add_option("--checkpoint-dir", checkpoint_dir);
   app.add_option("--checkpoint-every", checkpoint_every);
+  app.add_option("--checkpoint-keep", checkpoint_keep);
   app.add_flag("--resume", resume);
   app.add_option("--timeout", timeout_s);
   CLI11_PARSE(app, argc, argv);
@@ -164,6 +166,7 @@ int main(int argc, char** argv) {
     server_options.consistency = *consistency;
     server_options.checkpoint_dir = checkpoint_dir;
     server_options.checkpoint_every = checkpoint_every;
+    server_options.checkpoint_keep = checkpoint_keep;
     server_options.resume = resume;
     auto server = ps::Server::start(**context, **store, model, *layout, job, server_options, deadline);
     if (!server) return fail(server.status(), "server");
