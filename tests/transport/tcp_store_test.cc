@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -172,6 +173,57 @@ TEST(TcpStore, ServerDestroyedWhileClientWaitsGivesConnectionError) {
   EXPECT_EQ(client->set("k", bytes("v")).code(), StatusCode::kConnectionError);
   EXPECT_EQ(client->get("k", Deadline::after(5s)).status().code(), StatusCode::kConnectionError);
   EXPECT_LT(secondsSince(again), 2.0);
+}
+
+// The end of a job: rank 0 sets the last barrier's key and leaves at once, before another rank has
+// asked for it. That rank still reads it, and rank 0's server closes as soon as that rank is done.
+TEST(TcpStore, ALeavingServerAnswersWhatWasSetAndClosesWhenTheClientsHave) {
+  auto server = startServer();
+  ASSERT_NE(server, nullptr);
+  auto last = connectTo(server->port());
+  auto other = connectTo(server->port());
+  ASSERT_NE(last, nullptr);
+  ASSERT_NE(other, nullptr);
+  ASSERT_TRUE(setString(*last, "done", "1").isOk());  // its connection stays open, idle
+  ASSERT_TRUE(setString(*other, "mine", "1").isOk());
+  std::atomic<bool> left{false};
+  std::thread leaver([&] {
+    server.reset();
+    left = true;
+  });
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(left) << "the server closed under clients that were still connected";
+  EXPECT_EQ(getString(*last, "done", Deadline::after(5s)).value(), "1");
+  // A key nobody set is refused at once: nobody is left to set it. That connection then ends.
+  const auto asked = Clock::now();
+  Result<std::string> never = getString(*other, "never", Deadline::after(5s));
+  EXPECT_LT(secondsSince(asked), 2.0);
+  ASSERT_FALSE(never);
+  EXPECT_EQ(never.status().code(), StatusCode::kConnectionError);
+  EXPECT_NE(never.status().message().find("is leaving, and key 'never' was never set"), std::string::npos)
+      << never.status().toString();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(left) << "the server closed under a client that was still connected";
+  const auto closed = Clock::now();
+  last.reset();
+  leaver.join();
+  EXPECT_LT(secondsSince(closed), 2.0);  // closed once its last client had, not at the time-out
+}
+
+TEST(TcpStore, ALeavingServerClosesAtItsTimeOutUnderAClientThatStays) {
+  TcpStoreServerOptions options;
+  options.leave_timeout = 300ms;
+  auto server = startServer(options);
+  ASSERT_NE(server, nullptr);
+  auto stays = connectTo(server->port());
+  ASSERT_NE(stays, nullptr);
+  ASSERT_TRUE(setString(*stays, "k", "v").isOk());
+  const auto start = Clock::now();
+  server.reset();
+  const double waited = secondsSince(start);
+  EXPECT_GE(waited, 0.25);
+  EXPECT_LT(waited, 3.0);
+  EXPECT_EQ(stays->get("k", Deadline::after(5s)).status().code(), StatusCode::kConnectionError);
 }
 
 TEST(TcpStore, ConnectRetriesUntilTheServerComesUp) {

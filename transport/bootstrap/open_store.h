@@ -2,7 +2,9 @@
 //
 // With file_store_dir set, every rank opens a FileStore there. Otherwise rank 0 serves a TCP
 // store on root_host:root_port and connects to it like everyone else; the returned Store owns
-// that server, so rank 0 must keep it until the others are done with it (end with a barrier).
+// that server, so rank 0 must keep it until the others are done with it (end with a barrier;
+// destroying it then waits, a few seconds at most, for the others to close their connections, so
+// one that has not yet read the barrier's end still can: TcpStoreServerOptions::leave_timeout).
 // A job of size 1 serves on an ephemeral port instead, so single-process runs never clash.
 #pragma once
 

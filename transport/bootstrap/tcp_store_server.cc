@@ -33,7 +33,7 @@ void TcpStoreServer::Loop::run() {
   bool stopping = false;
   next_sweep_ = Clock::now() + kSweepPeriod;
   while (!stopping) {
-    int timeout_ms = clients_.empty() ? -1 : static_cast<int>(kSweepPeriod.count());
+    int timeout_ms = clients_.empty() && !leaving_ ? -1 : static_cast<int>(kSweepPeriod.count());
     if (accept_paused_) {
       if (Clock::now() >= accept_resume_at_) {
         epoll_event ev{};
@@ -57,7 +57,7 @@ void TcpStoreServer::Loop::run() {
       if (token == kListenToken) {
         acceptAll();
       } else if (token == kWakeToken) {
-        stopping = true;
+        stopping = startLeaving(Clock::now());
       } else if (auto it = clients_.find(token); it != clients_.end() && !it->second->closing) {
         Client& c = *it->second;
         try {
@@ -73,6 +73,7 @@ void TcpStoreServer::Loop::run() {
     }
     for (uint64_t token : closed_) clients_.erase(token);
     closed_.clear();
+    if (leaving_ && !stopping) stopping = doneLeaving(Clock::now());
   }
   spdlog::debug("TCP store {}: stopping, closing {} connections", address_, clients_.size());
   waiters_.clear();
@@ -196,6 +197,43 @@ void TcpStoreServer::Loop::onEvent(Client& c, uint32_t events) {
       }
       break;
   }
+}
+
+bool TcpStoreServer::Loop::startLeaving(Clock::time_point now) {
+  if (leaving_) return false;  // stop() once more: already leaving
+  uint64_t count = 0;
+  [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &count, sizeof(count));  // level-triggered: clear it
+  if (authenticated_ == 0 || options_.leave_timeout.count() <= 0) return true;
+  leaving_ = true;
+  leave_by_ = now + options_.leave_timeout;
+  spdlog::debug("TCP store {}: leaving once {} connections have closed (at most {} ms)", address_, authenticated_,
+                options_.leave_timeout.count());
+  // Nobody is left to set what they wait for.
+  auto waiters = std::move(waiters_);
+  waiters_.clear();
+  for (auto& [key, tokens] : waiters) {
+    for (uint64_t token : tokens) {
+      auto it = clients_.find(token);
+      if (it == clients_.end() || it->second->closing) continue;
+      it->second->parked_key.clear();
+      respondError(*it->second, leavingRefusal(key), /*then_close=*/false);
+    }
+  }
+  return false;
+}
+
+bool TcpStoreServer::Loop::doneLeaving(Clock::time_point now) {
+  if (authenticated_ == 0) return true;
+  if (now < leave_by_) return false;
+  spdlog::warn("TCP store {}: leaving with {} connections still open after {} ms; their next request fails", address_,
+               authenticated_, options_.leave_timeout.count());
+  return true;
+}
+
+Status TcpStoreServer::Loop::leavingRefusal(const std::string& key) const {
+  return makeStatus(StatusCode::kConnectionError,
+                    "the TCP store's host (rank 0) is leaving, and key {} was never set: nobody is left to set it",
+                    describeKey(key));
 }
 
 void TcpStoreServer::Loop::sweep(Clock::time_point now) {

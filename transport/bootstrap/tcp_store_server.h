@@ -9,7 +9,13 @@
 // connection stays. A client that breaks the protocol is told why and disconnected; the others
 // are untouched. Strangers cannot crowd the job out: connections still to authenticate have their
 // own small quota per host (the host's oldest is dropped for its new one) and a short deadline,
-// and never count against the limit on authenticated connections. Destroying the server closes every connection, so
+// and never count against the limit on authenticated connections.
+//
+// Destroying the server first lets the ranks finish with it (up to `leave_timeout`): rank 0 may
+// pass the job's last barrier and leave before another rank has read the barrier's end, which
+// that rank must still be able to read. While leaving, the server answers what it can and a get()
+// of a key not set with kConnectionError at once (nobody is left to set it); it closes when the
+// last authenticated connection has, or at the time-out, and then every connection is closed, so
 // clients fail with kConnectionError instead of waiting on.
 #pragma once
 
@@ -42,6 +48,10 @@ struct TcpStoreServerOptions {
   std::chrono::milliseconds request_timeout{30'000};
   // An authenticated connection with no request for this long is closed; TcpStore reconnects.
   std::chrono::milliseconds idle_timeout{600'000};
+  // How long destroying the server waits for the authenticated connections to close (0: not at
+  // all). A client holds its connections while its Store lives, so a rank still running past rank
+  // 0's end delays rank 0's exit by this much at most.
+  std::chrono::milliseconds leave_timeout{5'000};
 };
 
 class TcpStoreServer {

@@ -103,7 +103,8 @@ class TcpStoreServer::Loop {
         ledger_(StoreLimits{options_.max_total_bytes, options_.max_client_bytes}) {}
 
   void run();
-  // Any thread: asks run() to return; it closes every connection on the way out.
+  // Any thread: asks run() to return once the clients have closed (TcpStoreServerOptions::
+  // leave_timeout); it closes every connection on the way out.
   void stop() {
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof(one));
@@ -130,6 +131,12 @@ class TcpStoreServer::Loop {
   void flush(Client& c);
   void setInterest(Client& c, uint32_t events);
   void sweep(Clock::time_point now);
+  // stop() was called: answers every parked get() with an error and starts waiting for the
+  // authenticated connections to close. Returns whether the loop may stop at once.
+  bool startLeaving(Clock::time_point now);
+  // While leaving: whether every authenticated connection has closed, or the time is up.
+  bool doneLeaving(Clock::time_point now);
+  Status leavingRefusal(const std::string& key) const;
   // The client broke the protocol or ran out of time: log why, tell it (best effort) and close.
   void reject(Client& c, const Status& why);
   // The connection ended or failed; `expected` ones (a clean close) are logged at debug level.
@@ -164,6 +171,8 @@ class TcpStoreServer::Loop {
   bool accept_paused_ = false;
   Clock::time_point accept_resume_at_;
   Clock::time_point next_sweep_;
+  bool leaving_ = false;
+  Clock::time_point leave_by_;
 };
 
 }  // namespace poseidon::transport::bootstrap

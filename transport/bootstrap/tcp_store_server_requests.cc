@@ -228,6 +228,10 @@ void TcpStoreServer::Loop::wakeWaiters(const std::string& key) {
 }
 
 void TcpStoreServer::Loop::park(Client& c, const std::string& key) {
+  if (leaving_) {
+    respondError(c, leavingRefusal(key), /*then_close=*/false);
+    return;
+  }
   c.phase = Phase::kParked;
   c.parked_key = key;
   waiters_[key].push_back(c.token);
