@@ -53,7 +53,8 @@ JobSpec jobOn(const NetnsHosts& hosts, const std::string& dir) {
   job.clocks = 100;  // 1.6 s of run left after the clock-20 checkpoint, for a starved test to act
   job.checkpoint_dir = dir + "/checkpoints";
   job.checkpoint_every = 10;
-  job.clock_delay_ms = 20;  // a run long enough to hit mid-way, also on a loaded machine
+  job.checkpoint_keep = 10;  // all: see killAndExpectOthersToName
+  job.clock_delay_ms = 20;   // a run long enough to hit mid-way, also on a loaded machine
   job.prefix = [&hosts](int rank) { return hosts.exec(rank); };
   job.address = [&hosts](int rank) { return hosts.address(rank); };
   return job;
@@ -96,14 +97,20 @@ void expectAllSucceed(Ranks& ranks, const std::string& dir, const std::string& t
   }
 }
 
-// Kills `victim` once server 0's checkpoint of clock 20 is complete; every other rank must then
-// fail within kDeathNoticed, and every worker's log name `named`; with `servers_too`, every
-// server's log as well (a dead server is known to the others only through the workers that lost
-// it, which say so as they leave). Returns the seconds until the last one failed.
+// Kills `victim` once every server's checkpoint of clock 20 is complete. Each server writes its
+// files behind its clock, at its own pace: with all kept and every server's waited for, the
+// restart has clock 20 in common at least (the PS suite's like test, waiting for one server's
+// file, once restarted at clock 0 on a loaded machine). Every other rank must then fail within
+// kDeathNoticed, and every worker's log name `named`; with `servers_too`, every server's log as
+// well (a dead server is known to the others only through the workers that lost it, which say so
+// as they leave). Returns the seconds until the last one failed.
 double killAndExpectOthersToName(Ranks& ranks, const JobSpec& job, const std::string& dir, int victim,
                                  const std::string& named, bool servers_too = false) {
-  const std::string checkpoint = ps::checkpointPath(job.checkpoint_dir, 0, 20);
-  EXPECT_TRUE(waitForFile(checkpoint, 60s)) << "no checkpoint " << checkpoint << "\n" << log(dir, "first", kWorkers);
+  for (int server = 0; server < job.servers; ++server) {
+    const std::string checkpoint = ps::checkpointPath(job.checkpoint_dir, server, 20);
+    EXPECT_TRUE(waitForFile(checkpoint, 60s)) << "no checkpoint " << checkpoint << "\n"
+                                              << log(dir, "first", kWorkers + server);
+  }
   const auto killed = Clock::now();
   EXPECT_EQ(ranks[static_cast<size_t>(victim)]->stop(SIGKILL), 128 + SIGKILL);
   double last = 0;
