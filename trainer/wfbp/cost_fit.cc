@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "model/layer.h"
@@ -28,6 +29,10 @@ Result<double> modelSeconds(scheme::Scheme scheme, const ClusterShape& cluster, 
   if (!traffic) return traffic.status();
   return estimateSeconds(*traffic, link, duplex, sizeof(float));
 }
+
+// Theil-Sen over every pair of samples up to this many (2M pairs); over drawn pairs beyond.
+constexpr size_t kAllPairsUpTo = 2048;
+constexpr size_t kDrawnPairs = kAllPairsUpTo * (kAllPairsUpTo - 1) / 2;
 
 // The median of a non-empty list (the mean of the middle two for an even count); reorders it.
 double median(std::vector<double>& values) {
@@ -65,12 +70,27 @@ Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples) {
   // follows such a size and can tilt the line below zero latency; the medians follow the sizes
   // that ran clean (the line holds while fewer than about 3 in 10 pairs are off).
   std::vector<double> slopes;
-  slopes.reserve(samples.size() * (samples.size() - 1) / 2);
-  for (size_t i = 0; i < samples.size(); ++i) {
-    for (size_t j = i + 1; j < samples.size(); ++j) {
-      if (samples[i].bytes == samples[j].bytes) continue;
-      slopes.push_back((samples[j].seconds - samples[i].seconds) /
-                       (static_cast<double>(samples[j].bytes) - static_cast<double>(samples[i].bytes)));
+  auto addSlope = [&](const ProbeSample& p, const ProbeSample& q) {
+    if (p.bytes == q.bytes) return;
+    slopes.push_back((q.seconds - p.seconds) / (static_cast<double>(q.bytes) - static_cast<double>(p.bytes)));
+  };
+  if (samples.size() <= kAllPairsUpTo) {
+    slopes.reserve(samples.size() * (samples.size() - 1) / 2);
+    for (size_t i = 0; i < samples.size(); ++i) {
+      for (size_t j = i + 1; j < samples.size(); ++j) addSlope(samples[i], samples[j]);
+    }
+  } else {
+    // Beyond that, as many pairs drawn at random, with a fixed seed (the same samples give the same
+    // line): their median estimates the median of all pairs without their quadratic count.
+    std::mt19937_64 rng(0x5e1f);
+    std::uniform_int_distribution<size_t> pick(0, samples.size() - 1);
+    slopes.reserve(kDrawnPairs);
+    for (size_t k = 0; k < kDrawnPairs; ++k) addSlope(samples[pick(rng)], samples[pick(rng)]);
+    if (slopes.empty()) {  // one size is too rare to be drawn: pair every sample with one of another size
+      const ProbeSample& first = samples[0];
+      const ProbeSample& other =
+          *std::find_if(samples.begin(), samples.end(), [&](const ProbeSample& s) { return s.bytes != first.bytes; });
+      for (const ProbeSample& s : samples) addSlope(s, s.bytes == first.bytes ? other : first);
     }
   }
   const double b = median(slopes);
