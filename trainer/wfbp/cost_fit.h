@@ -30,7 +30,7 @@ struct CostFit {
 };
 
 // The Theil-Sen line through the samples (median slope, median intercept: robust to the time a
-// loaded machine adds to some of them). Fails for no samples, a negative or non-finite time, or
+// loaded machine adds to some of them; beyond 2048 samples, over 2M pairs drawn with a fixed seed). Fails for no samples, a negative or non-finite time, or
 // fewer than 2 distinct sizes (naming the one size). A negative slope (time falling with size:
 // noise larger than the probe's size range shows) is clamped to b = 0, a = the median time; a
 // negative intercept (latency below the noise) to a = 0, with b the median of time / size.
