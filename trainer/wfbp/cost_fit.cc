@@ -68,7 +68,8 @@ Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples) {
   // the intercept the median of what each sample leaves above that slope. A loaded machine only
   // ever adds time, and mostly to some sizes' samples (a preempted exchange): least squares
   // follows such a size and can tilt the line below zero latency; the medians follow the sizes
-  // that ran clean (the line holds while fewer than about 3 in 10 pairs are off).
+  // that ran clean (the line holds while fewer than about 3 in 10 samples are off: one size of the
+  // probe's five, not two).
   std::vector<double> slopes;
   auto addSlope = [&](const ProbeSample& p, const ProbeSample& q) {
     if (p.bytes == q.bytes) return;
@@ -81,7 +82,8 @@ Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples) {
     }
   } else {
     // Beyond that, as many pairs drawn at random, with a fixed seed (the same samples give the same
-    // line): their median estimates the median of all pairs without their quadratic count.
+    // line with one standard library): their median estimates the median of all pairs without
+    // their quadratic count.
     std::mt19937_64 rng(0x5e1f);
     std::uniform_int_distribution<size_t> pick(0, samples.size() - 1);
     slopes.reserve(kDrawnPairs);
@@ -115,8 +117,8 @@ Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples) {
     }
     fit.cost = {0, median(rates)};  // not empty: of two distinct sizes, one is > 0
     fit.note = fmt::format(
-        "intercept {:.3g} s < 0 (latency below the noise), clamped to a = 0, b refitted "
-        "through the origin",
+        "intercept {:.3g} s < 0 (latency below the noise), clamped to a = 0, b = the median of "
+        "time / size",
         a);
   } else {
     fit.cost = {a, b};

@@ -34,6 +34,10 @@ void TcpStoreServer::Loop::run() {
   next_sweep_ = Clock::now() + kSweepPeriod;
   while (!stopping) {
     int timeout_ms = clients_.empty() && !leaving_ ? -1 : static_cast<int>(kSweepPeriod.count());
+    if (leaving_) {  // wake at the leave time-out, not up to a sweep period past it
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(leave_by_ - Clock::now()).count();
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(left, 0, timeout_ms));
+    }
     if (accept_paused_) {
       if (Clock::now() >= accept_resume_at_) {
         epoll_event ev{};
@@ -47,7 +51,10 @@ void TcpStoreServer::Loop::run() {
     }
     const int n = ::epoll_wait(epoll_fd_.get(), events.data(), kMaxEvents, timeout_ms);
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR) {
+        if (leaving_ && doneLeaving(Clock::now())) break;
+        continue;
+      }
       spdlog::error("TCP store {}: epoll_wait failed: {}; closing every connection", address_,
                     errnoStatus(StatusCode::kIoError, "epoll_wait").message());
       break;
@@ -200,15 +207,15 @@ void TcpStoreServer::Loop::onEvent(Client& c, uint32_t events) {
 }
 
 bool TcpStoreServer::Loop::startLeaving(Clock::time_point now) {
-  if (leaving_) return false;  // stop() once more: already leaving
   uint64_t count = 0;
   [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &count, sizeof(count));  // level-triggered: clear it
-  if (authenticated_ == 0 || options_.leave_timeout.count() <= 0) return true;
+  if (leaving_) return false;                                                  // stop() once more: already leaving
+  if (connectedRanks() == 0 || options_.leave_timeout.count() <= 0) return true;
   leaving_ = true;
   leave_by_ = now + options_.leave_timeout;
-  spdlog::debug("TCP store {}: leaving once {} connections have closed (at most {} ms)", address_, authenticated_,
+  spdlog::debug("TCP store {}: leaving once {} connections have closed (at most {} ms)", address_, connectedRanks(),
                 options_.leave_timeout.count());
-  // Nobody is left to set what they wait for.
+  // A key not set by now is refused, not waited for: the host is on its way out.
   auto waiters = std::move(waiters_);
   waiters_.clear();
   for (auto& [key, tokens] : waiters) {
@@ -223,16 +230,16 @@ bool TcpStoreServer::Loop::startLeaving(Clock::time_point now) {
 }
 
 bool TcpStoreServer::Loop::doneLeaving(Clock::time_point now) {
-  if (authenticated_ == 0) return true;
+  if (connectedRanks() == 0) return true;
   if (now < leave_by_) return false;
   spdlog::warn("TCP store {}: leaving with {} connections still open after {} ms; their next request fails", address_,
-               authenticated_, options_.leave_timeout.count());
+               connectedRanks(), options_.leave_timeout.count());
   return true;
 }
 
 Status TcpStoreServer::Loop::leavingRefusal(const std::string& key) const {
   return makeStatus(StatusCode::kConnectionError,
-                    "the TCP store's host (rank 0) is leaving, and key {} was never set: nobody is left to set it",
+                    "the TCP store's host (rank 0) is leaving, and key {} is not set: a get no longer waits",
                     describeKey(key));
 }
 

@@ -13,10 +13,10 @@
 //
 // Destroying the server first lets the ranks finish with it (up to `leave_timeout`): rank 0 may
 // pass the job's last barrier and leave before another rank has read the barrier's end, which
-// that rank must still be able to read. While leaving, the server answers what it can and a get()
-// of a key not set with kConnectionError at once (nobody is left to set it); it closes when the
-// last authenticated connection has, or at the time-out, and then every connection is closed, so
-// clients fail with kConnectionError instead of waiting on.
+// that rank must still be able to read. While leaving, the server serves every request but a get()
+// of a key not set, which fails with kConnectionError at once instead of waiting (a rank waiting on
+// rank 0 must learn that it left); it closes when the last connection has, or at the time-out,
+// and then every connection is closed, so clients fail with kConnectionError instead of waiting on.
 #pragma once
 
 #include <chrono>

@@ -137,6 +137,9 @@ class TcpStoreServer::Loop {
   // While leaving: whether every authenticated connection has closed, or the time is up.
   bool doneLeaving(Clock::time_point now);
   Status leavingRefusal(const std::string& key) const;
+  // What leaving waits for: authenticated connections, and those still authenticating (a rank
+  // reconnecting after an error reply); strangers among the latter hold it up to the time-out.
+  size_t connectedRanks() const { return authenticated_ + pending_; }
   // The client broke the protocol or ran out of time: log why, tell it (best effort) and close.
   void reject(Client& c, const Status& why);
   // The connection ended or failed; `expected` ones (a clean close) are logged at debug level.
