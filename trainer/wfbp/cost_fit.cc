@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "model/layer.h"
@@ -30,9 +29,8 @@ Result<double> modelSeconds(scheme::Scheme scheme, const ClusterShape& cluster, 
   return estimateSeconds(*traffic, link, duplex, sizeof(float));
 }
 
-// Theil-Sen over every pair of samples up to this many (2M pairs); over drawn pairs beyond.
-constexpr size_t kAllPairsUpTo = 2048;
-constexpr size_t kDrawnPairs = kAllPairsUpTo * (kAllPairsUpTo - 1) / 2;
+// Theil-Sen takes every pair: up to 2M of them. A probe gives some tens of samples.
+constexpr size_t kMaxSamples = 2048;
 
 // The median of a non-empty list (the mean of the middle two for an even count); reorders it.
 double median(std::vector<double>& values) {
@@ -48,6 +46,10 @@ double median(std::vector<double>& values) {
 Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples) {
   if (samples.empty()) {
     return makeStatus(StatusCode::kInvalidArgument, "cost fit: no probe samples, expected timings of 2 sizes or more");
+  }
+  if (samples.size() > kMaxSamples) {
+    return makeStatus(StatusCode::kInvalidArgument, "cost fit: {} probe samples, expected at most {}", samples.size(),
+                      kMaxSamples);
   }
   bool distinct = false;
   for (size_t i = 0; i < samples.size(); ++i) {
@@ -75,25 +77,9 @@ Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples) {
     if (p.bytes == q.bytes) return;
     slopes.push_back((q.seconds - p.seconds) / (static_cast<double>(q.bytes) - static_cast<double>(p.bytes)));
   };
-  if (samples.size() <= kAllPairsUpTo) {
-    slopes.reserve(samples.size() * (samples.size() - 1) / 2);
-    for (size_t i = 0; i < samples.size(); ++i) {
-      for (size_t j = i + 1; j < samples.size(); ++j) addSlope(samples[i], samples[j]);
-    }
-  } else {
-    // Beyond that, as many pairs drawn at random, with a fixed seed (the same samples give the same
-    // line with one standard library): their median estimates the median of all pairs without
-    // their quadratic count.
-    std::mt19937_64 rng(0x5e1f);
-    std::uniform_int_distribution<size_t> pick(0, samples.size() - 1);
-    slopes.reserve(kDrawnPairs);
-    for (size_t k = 0; k < kDrawnPairs; ++k) addSlope(samples[pick(rng)], samples[pick(rng)]);
-    if (slopes.empty()) {  // one size is too rare to be drawn: pair every sample with one of another size
-      const ProbeSample& first = samples[0];
-      const ProbeSample& other =
-          *std::find_if(samples.begin(), samples.end(), [&](const ProbeSample& s) { return s.bytes != first.bytes; });
-      for (const ProbeSample& s : samples) addSlope(s, s.bytes == first.bytes ? other : first);
-    }
+  slopes.reserve(samples.size() * (samples.size() - 1) / 2);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    for (size_t j = i + 1; j < samples.size(); ++j) addSlope(samples[i], samples[j]);
   }
   const double b = median(slopes);
   std::vector<double> intercepts;

@@ -30,10 +30,11 @@ struct CostFit {
 };
 
 // The Theil-Sen line through the samples (median slope, median intercept: robust to the time a
-// loaded machine adds to some of them; beyond 2048 samples, over 2M pairs drawn with a fixed seed). Fails for no samples, a negative or non-finite time, or
-// fewer than 2 distinct sizes (naming the one size). A negative slope (time falling with size:
-// noise larger than the probe's size range shows) is clamped to b = 0, a = the median time; a
-// negative intercept (latency below the noise) to a = 0, with b the median of time / size.
+// loaded machine adds to some of them; over every pair, so at most 2048 samples). Fails for no
+// samples, more than 2048, a negative or non-finite time, or fewer than 2 distinct sizes (naming
+// the one size). A negative slope (time falling with size: noise larger than the probe's size
+// range shows) is clamped to b = 0, a = the median time; a negative intercept (latency below the
+// noise) to a = 0, with b the median of time / size.
 Result<CostFit> fitMessageCost(std::span<const ProbeSample> samples);
 
 // T(M) of one sync of a plain tensor of M bytes under `scheme` (PS or ring: the schemes that move
