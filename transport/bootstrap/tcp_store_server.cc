@@ -33,10 +33,10 @@ void TcpStoreServer::Loop::run() {
   bool stopping = false;
   next_sweep_ = Clock::now() + kSweepPeriod;
   while (!stopping) {
-    int timeout_ms = clients_.empty() && !leaving_ ? -1 : static_cast<int>(kSweepPeriod.count());
+    int timeout_ms = clients_.empty() ? -1 : static_cast<int>(kSweepPeriod.count());
     if (leaving_) {  // wake at the leave time-out, not up to a sweep period past it
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(leave_by_ - Clock::now()).count();
-      timeout_ms = static_cast<int>(std::clamp<int64_t>(left, 0, timeout_ms));
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(left, 0, kSweepPeriod.count()));
     }
     if (accept_paused_) {
       if (Clock::now() >= accept_resume_at_) {
