@@ -70,7 +70,7 @@ constexpr auto kDrainAtExit = std::chrono::seconds(5);
 
 enum class WorkerState : uint8_t { kActive, kDone, kFailed };
 
-struct LayerState {
+struct ServerLayerState {
   std::mutex mutex;
   uint64_t done = 0;                  // iterations completed: G of done - 1 was sent
   int arrived = 0;                    // pushes of iteration `done` in the slots
@@ -101,7 +101,7 @@ class AdamServerImpl final : public AdamServer {
     for (std::thread& thread : threads_) thread.join();
     // Regions must outlive the writes reading them.
     const Deadline drain = Deadline::after(kDrainAtExit);
-    for (LayerState& state : states_) {
+    for (ServerLayerState& state : states_) {
       for (const RequestPtr& write : state.writes) {
         if (write) (void)write->wait(drain);
       }
@@ -130,7 +130,7 @@ class AdamServerImpl final : public AdamServer {
 
   uint64_t iterations(size_t l) const override {
     if (!holds(l)) return 0;
-    LayerState& state = stateOf(l);
+    ServerLayerState& state = stateOf(l);
     std::lock_guard lock(state.mutex);
     return state.done;
   }
@@ -142,7 +142,7 @@ class AdamServerImpl final : public AdamServer {
 
   scheme::Traffic traffic(size_t l) const override {
     if (!holds(l)) return {};
-    LayerState& state = stateOf(l);
+    ServerLayerState& state = stateOf(l);
     std::lock_guard lock(state.mutex);
     return state.traffic;
   }
@@ -150,13 +150,13 @@ class AdamServerImpl final : public AdamServer {
  private:
   bool holds(size_t l) const { return l < layout_.layerCount() && layout_.serverOf(l) == server_; }
   size_t local(size_t l) const { return l / static_cast<size_t>(layout_.servers()); }
-  LayerState& stateOf(size_t l) const { return states_[local(l)]; }
+  ServerLayerState& stateOf(size_t l) const { return states_[local(l)]; }
   std::string workerName(int w) { return fmt::format("worker {} ({})", w, context_.pair(w).peerName()); }
 
   void serveWorker(int worker);
   void watchPeer(int rank);
   Status onPush(int worker, uint32_t raw);
-  Status completeLocked(size_t l, LayerState& state);
+  Status completeLocked(size_t l, ServerLayerState& state);
   Status onBye(int worker);
   void reportStalls(int worker);
   int departedWorker() const;
@@ -167,7 +167,7 @@ class AdamServerImpl final : public AdamServer {
   const AdamServerOptions options_;
   const int server_;
   const std::vector<size_t> held_;  // the layers this server holds, ascending
-  mutable std::vector<LayerState> states_;
+  mutable std::vector<ServerLayerState> states_;
   std::vector<std::atomic<WorkerState>> worker_states_;
 
   // Buffers before their regions, so the regions are deregistered first.
@@ -212,7 +212,7 @@ Status AdamServerImpl::setUp(transport::bootstrap::Store& store, Deadline deadli
 
   const size_t workers = static_cast<size_t>(layout_.workers());
   for (size_t i = 0; i < held_.size(); ++i) {
-    LayerState& state = states_[i];
+    ServerLayerState& state = states_[i];
     state.pushed.assign(workers, 0);
     state.told.assign(workers, -1);
     state.writes.assign(workers, nullptr);
@@ -298,7 +298,7 @@ Status AdamServerImpl::onPush(int worker, uint32_t raw) {
                       server_, raw, workerName(worker), imm.layer, layout_.layerCount(), layout_.servers(), server_);
   }
   const size_t l = imm.layer;
-  LayerState& state = stateOf(l);
+  ServerLayerState& state = stateOf(l);
   std::lock_guard lock(state.mutex);
   const uint64_t iteration = state.pushed[static_cast<size_t>(worker)];
   if (iteration != state.done) {
@@ -334,7 +334,7 @@ Status AdamServerImpl::onPush(int worker, uint32_t raw) {
   return Status::ok();
 }
 
-Status AdamServerImpl::completeLocked(size_t l, LayerState& state) {
+Status AdamServerImpl::completeLocked(size_t l, ServerLayerState& state) {
   // Every worker's factors of iteration `done` are in the slots. One slot per worker is enough: a
   // worker pushes iteration done + 1 only after G of `done` has landed in its memory, and this
   // server writes that G only below, after it has read the slots.
@@ -378,7 +378,7 @@ Status AdamServerImpl::onBye(int worker) {
   // has raised `arrived` under the layer's lock, which the loop below takes.
   worker_states_[static_cast<size_t>(worker)].store(WorkerState::kDone);
   for (size_t l : held_) {
-    LayerState& state = stateOf(l);
+    ServerLayerState& state = stateOf(l);
     std::lock_guard lock(state.mutex);
     if (state.pushed[static_cast<size_t>(worker)] != state.done) {
       return makeStatus(StatusCode::kProtocolError,
@@ -401,7 +401,7 @@ void AdamServerImpl::reportStalls(int worker) {
   const auto w = static_cast<size_t>(worker);
   const auto now = Clock::now();
   for (size_t l : held_) {
-    LayerState& state = stateOf(l);
+    ServerLayerState& state = stateOf(l);
     // A layer busy rebuilding G is not late; the next look will do.
     std::unique_lock lock(state.mutex, std::try_to_lock);
     if (!lock || state.arrived == 0 || state.pushed[w] != state.done + 1) continue;

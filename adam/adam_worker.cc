@@ -16,7 +16,7 @@ namespace poseidon::adam {
 
 namespace {
 
-struct LayerState {
+struct WorkerLayerState {
   uint64_t pushed = 0;         // iterations pushed
   uint64_t landed = 0;         // gradients received
   bool waited = true;          // wait() returned OK for every push so far
@@ -48,7 +48,7 @@ class AdamWorkerImpl final : public AdamWorker {
     for (std::thread& thread : threads_) thread.join();
     // Regions must outlive the writes reading them.
     const Deadline drain = Deadline::after(kDrainAtExit);
-    for (const LayerState& layer : layers_) {
+    for (const WorkerLayerState& layer : layers_) {
       if (layer.push) (void)layer.push->wait(drain);
     }
     for (const transport::RequestPtr& bye : byes_) (void)bye->wait(drain);
@@ -118,7 +118,7 @@ class AdamWorkerImpl final : public AdamWorker {
 
   mutable std::mutex mutex_;  // guards everything below but the threads
   std::condition_variable cv_;
-  std::vector<LayerState> layers_;
+  std::vector<WorkerLayerState> layers_;
   std::vector<Status> server_failures_;  // per server: why it can no longer serve this worker
   bool finished_ = false;
   std::vector<transport::RequestPtr> byes_;
@@ -196,7 +196,7 @@ Status AdamWorkerImpl::onImm(int server, uint32_t raw) {
                       serverName(server), raw, imm.layer, layout_.layerCount(), layout_.servers());
   }
   std::lock_guard lock(mutex_);
-  LayerState& layer = layers_[imm.layer];
+  WorkerLayerState& layer = layers_[imm.layer];
   const uint64_t iteration = layer.landed;
   if (layer.landed == layer.pushed) {
     return makeStatus(StatusCode::kProtocolError,
@@ -238,7 +238,7 @@ Status AdamWorkerImpl::push(size_t l) {
   if (l >= layout_.layerCount()) return badLayer(l, "push");
   const int server = layout_.serverOf(l);
   std::lock_guard lock(mutex_);
-  LayerState& layer = layers_[l];
+  WorkerLayerState& layer = layers_[l];
   // Formatted only on failure: push() is on the per-iteration path.
   const auto what = [&, iteration = layer.pushed] {
     return fmt::format("worker {}: push of {} iteration {}", worker_, layout_.describe(l), iteration);
@@ -270,7 +270,7 @@ Status AdamWorkerImpl::wait(size_t l, Deadline deadline) {
   if (l >= layout_.layerCount()) return badLayer(l, "wait");
   const int server = layout_.serverOf(l);
   std::unique_lock lock(mutex_);
-  LayerState& layer = layers_[l];
+  WorkerLayerState& layer = layers_[l];
   if (layer.pushed == 0) {
     return makeStatus(StatusCode::kInvalidArgument, "worker {}: wait for {} before any push of it", worker_,
                       layout_.describe(l));

@@ -13,7 +13,6 @@ using transport::RequestPtr;
 constexpr uint64_t kAckGranularityBytes = uint64_t{4} << 20;
 // Iteration mode keeps the post time of this many messages (16 MiB) for the peak.
 constexpr uint64_t kMaxRecorded = uint64_t{1} << 21;
-constexpr int64_t kNanosPerSecond = 1'000'000'000;
 
 void encodeCount(uint8_t* out, uint64_t count) {
   for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(count >> (8 * i));

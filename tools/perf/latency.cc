@@ -7,8 +7,6 @@ namespace {
 
 using transport::RequestPtr;
 
-constexpr int64_t kNanosPerSecond = 1'000'000'000;
-
 // Both sides lay their region out as [outgoing | incoming], each slot as large as the largest
 // message: a ping goes from the client's outgoing slot to the server's incoming one, and back.
 uint64_t outgoing() { return 0; }

@@ -18,6 +18,8 @@ inline constexpr uint64_t kMaxIterations = 100'000'000;
 inline constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kAllSizesMax = uint64_t{1} << 23;  // -a: 2 .. 2^23, as perftest
 inline constexpr int kMaxDurationSeconds = 86'400;
+// duration_s and margin_s against the nanosecond clock of the passes.
+inline constexpr int64_t kNanosPerSecond = 1'000'000'000;
 inline constexpr int kMaxStreams = 64;
 inline constexpr int kMaxTxDepth = 15'000;
 inline constexpr int kMaxRxDepth = 16'384;
