@@ -15,7 +15,11 @@ namespace poseidon::model {
 namespace {
 
 constexpr const char* kCustomName = "custom";
-constexpr uint64_t kMaxUniformTensors = 1000000;
+// The most layers a spec may build, over all its sections. A spec is a command line, and each
+// layer takes some hundreds of bytes: a cap on one uniform: section alone let a line of repeated
+// sections ask for any amount of memory before the duplicate names were seen. (The other
+// sections make one layer per item written, so the line's length bounds them.)
+constexpr uint64_t kMaxLayers = 1000000;
 constexpr std::string_view kBiasMarker = "+bias";
 
 const char* const kFcForm = "<name>=<M>x<N>[+bias]";
@@ -170,7 +174,10 @@ class Parser {
     if (!count) return count.status();
     auto floats = positive(rest.substr(x + 1));
     if (!floats) return floats.status();
-    if (*count > kMaxUniformTensors) return error("'{}' has over 10^6 tensors", section);
+    if (*count > kMaxLayers) return error("'{}' has over 10^6 tensors", section);
+    if (layers.size() + *count > kMaxLayers) {
+      return error("'{}' takes the model over 10^6 layers ({} before it)", section, layers.size());
+    }
     for (uint64_t i = 0; i < *count; ++i) layers.push_back(Layer::other(fmt::format("t{}", i), *floats));
     return Status::ok();
   }
