@@ -33,10 +33,10 @@ endif()
 add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${poseidon_sanitizer_flags};-fno-omit-frame-pointer>")
 # Sanitizer builds compile a target's sources eight to a file (CMake's unity build): each file
 # then parses the headers the eight share once. The libraries the tests link, under ASan + UBSan,
-# built in 196 s instead of 352 s on 2 cores (2026-11-29). These builds exist to run the tests
-# instrumented; that every source compiles on its own, with its own includes and -Werror, is
-# the plain build's check (tools/test). Names private to a source (an anonymous namespace) must
-# therefore differ within a target, or its batch fails to compile.
+# built in 223 s instead of 352 s on 2 cores (440 s of CPU instead of 695; 2026-11-29). These
+# builds exist to run the tests instrumented; that every source compiles on its own, with its
+# own includes and -Werror, is the plain build's check (tools/test). Names private to a source
+# (an anonymous namespace) must therefore differ within a target, or its batch fails to compile.
 if(NOT DEFINED CMAKE_UNITY_BUILD)
   set(CMAKE_UNITY_BUILD ON)
   set(CMAKE_UNITY_BUILD_BATCH_SIZE 8)
