@@ -15,8 +15,8 @@ namespace poseidon::model {
 namespace {
 
 constexpr const char* kCustomName = "custom";
-// The most layers a spec may build, over all its sections. A spec is a command line, and each
-// layer takes some hundreds of bytes: a cap on one uniform: section alone let a line of repeated
+// The most layers a uniform: section may take a model to. A spec is a command line, and each
+// layer takes some hundreds of bytes: a cap on each uniform: section alone let a line of repeated
 // sections ask for any amount of memory before the duplicate names were seen. (The other
 // sections make one layer per item written, so the line's length bounds them.)
 constexpr uint64_t kMaxLayers = 1000000;

@@ -26,7 +26,7 @@ using transport::RequestPtr;
 
 namespace {
 
-constexpr auto kStopPoll = std::chrono::milliseconds(200);
+constexpr auto kClientStopPoll = std::chrono::milliseconds(200);
 // How long a timed-out wait asks the servers it waits on whether they are alive. A live server
 // answers within a round trip even while it waits for a straggler.
 constexpr auto kPingWait = std::chrono::milliseconds(1000);
@@ -477,7 +477,7 @@ void ClientImpl::serverLoop(int server) {
   transport::Pair& pair = context_.pair(job_.serverRank(server));
   RequestPtr next = pair.recvImm();
   while (!stopping_.load()) {
-    (void)next->wait(Deadline::after(kStopPoll));
+    (void)next->wait(Deadline::after(kClientStopPoll));
     if (!next->test()) continue;  // it may complete between the timeout and this look
     Status status = next->status();
     if (status.isOk()) {

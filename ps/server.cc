@@ -26,7 +26,7 @@ using transport::RequestPtr;
 namespace {
 
 // How long a worker thread sleeps in one wait before it looks whether the server is stopping.
-constexpr auto kStopPoll = std::chrono::milliseconds(200);
+constexpr auto kServerStopPoll = std::chrono::milliseconds(200);
 // A parameter write still reading a chunk must finish before the chunk changes; a write that
 // cannot finish in this time belongs to a broken connection, which that worker's thread reports.
 constexpr auto kInFlightWait = std::chrono::seconds(60);
@@ -300,7 +300,7 @@ void ServerImpl::workerLoop(int worker) {
   transport::Pair& pair = context_.pair(job_.workerRank(worker));
   RequestPtr next = pair.recvImm();
   while (!stopping_.load()) {
-    (void)next->wait(Deadline::after(kStopPoll));
+    (void)next->wait(Deadline::after(kServerStopPoll));
     if (!next->test()) continue;  // it may complete between the timeout and this look
     Status status = next->status();
     if (!status.isOk()) {

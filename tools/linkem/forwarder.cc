@@ -20,14 +20,14 @@ namespace {
 void set_nonblocking(int fd) {
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
-    throw sysError(fmt::format("fcntl(O_NONBLOCK) on fd {}", fd));
+    throw sys_error(fmt::format("fcntl(O_NONBLOCK) on fd {}", fd));
 }
 
 void watch(int epoll_fd, int fd) {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = fd;
-  if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) throw sysError(fmt::format("epoll_ctl(ADD) of fd {}", fd));
+  if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) throw sys_error(fmt::format("epoll_ctl(ADD) of fd {}", fd));
 }
 
 std::optional<Clock::time_point> earliest(std::optional<Clock::time_point> a, std::optional<Clock::time_point> b) {
@@ -46,11 +46,11 @@ Forwarder::Forwarder(int fd_a, int fd_b, const LinkConfig& a_to_b, const LinkCon
   set_nonblocking(fd_a_);
   set_nonblocking(fd_b_);
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0) throw sysError("epoll_create1");
+  if (epoll_fd_ < 0) throw sys_error("epoll_create1");
   // steady_clock is CLOCK_MONOTONIC on Linux, so queue times can arm the timer directly.
   timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (timer_fd_ < 0) {
-    const auto error = sysError("timerfd_create");
+    const auto error = sys_error("timerfd_create");
     ::close(epoll_fd_);
     throw error;
   }
@@ -78,7 +78,7 @@ void Forwarder::arm_timer(std::optional<Clock::time_point> at) {
     spec.it_value.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
     spec.it_value.tv_nsec = static_cast<long>(ns % 1'000'000'000);
   }
-  if (::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) < 0) throw sysError("timerfd_settime");
+  if (::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) < 0) throw sys_error("timerfd_settime");
 }
 
 void Forwarder::read_all(int fd, LinkQueue& queue) {
@@ -87,7 +87,7 @@ void Forwarder::read_all(int fd, LinkQueue& queue) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      throw sysError(fmt::format("read from packet fd {}", fd));
+      throw sys_error(fmt::format("read from packet fd {}", fd));
     }
     if (n == 0) throw std::runtime_error(fmt::format("packet fd {} reported end of file", fd));
     queue.offer(std::span<const std::byte>(buffer_.data(), static_cast<std::size_t>(n)), Clock::now());
@@ -126,7 +126,7 @@ void Forwarder::run(int stop_fd, std::optional<Clock::time_point> until) {
     const int n = ::epoll_wait(epoll_fd_, events, 4, -1);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw sysError("epoll_wait");
+      throw sys_error("epoll_wait");
     }
     for (int i = 0; i < n; ++i) {
       const int fd = events[i].data.fd;

@@ -55,25 +55,25 @@ void set_ipv4(ifreq& ifr, std::uint32_t host_order) {
 // opened in the device's namespace (the caller is inside it).
 void configure(const std::string& where, const std::string& dev, Ipv4Prefix addr, int mtu) {
   Fd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (sock.get() < 0) throw sysError(fmt::format("{}: socket for configuring {}", where, dev));
+  if (sock.get() < 0) throw sys_error(fmt::format("{}: socket for configuring {}", where, dev));
   ifreq ifr = make_ifreq(dev);
   set_ipv4(ifr, addr.address);
   if (::ioctl(sock.get(), SIOCSIFADDR, &ifr) < 0)
-    throw sysError(fmt::format("{}: assigning an address to {}", where, dev));
+    throw sys_error(fmt::format("{}: assigning an address to {}", where, dev));
   const std::uint32_t mask = addr.length == 0 ? 0 : ~std::uint32_t{0} << (32 - addr.length);
   ifr = make_ifreq(dev);
   set_ipv4(ifr, mask);
   if (::ioctl(sock.get(), SIOCSIFNETMASK, &ifr) < 0)
-    throw sysError(fmt::format("{}: setting the netmask /{} of {}", where, addr.length, dev));
+    throw sys_error(fmt::format("{}: setting the netmask /{} of {}", where, addr.length, dev));
   ifr = make_ifreq(dev);
   ifr.ifr_mtu = mtu;
   if (::ioctl(sock.get(), SIOCSIFMTU, &ifr) < 0)
-    throw sysError(fmt::format("{}: setting MTU {} on {}", where, mtu, dev));
+    throw sys_error(fmt::format("{}: setting MTU {} on {}", where, mtu, dev));
   ifr = make_ifreq(dev);
   if (::ioctl(sock.get(), SIOCGIFFLAGS, &ifr) < 0)
-    throw sysError(fmt::format("{}: reading the flags of {}", where, dev));
+    throw sys_error(fmt::format("{}: reading the flags of {}", where, dev));
   ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
-  if (::ioctl(sock.get(), SIOCSIFFLAGS, &ifr) < 0) throw sysError(fmt::format("{}: bringing {} up", where, dev));
+  if (::ioctl(sock.get(), SIOCSIFFLAGS, &ifr) < 0) throw sys_error(fmt::format("{}: bringing {} up", where, dev));
 }
 
 }  // namespace
@@ -82,11 +82,11 @@ std::string netns_path(const std::string& name) { return "/var/run/netns/" + nam
 
 ScopedNetns::ScopedNetns(const std::string& name) {
   Fd original(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-  if (original.get() < 0) throw sysError("opening /proc/thread-self/ns/net");
+  if (original.get() < 0) throw sys_error("opening /proc/thread-self/ns/net");
   const std::string path = netns_path(name);
   Fd target(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (target.get() < 0) throw sysError(fmt::format("network namespace '{}': opening {}", name, path));
-  if (::setns(target.get(), CLONE_NEWNET) < 0) throw sysError(fmt::format("network namespace '{}': setns", name));
+  if (target.get() < 0) throw sys_error(fmt::format("network namespace '{}': opening {}", name, path));
+  if (::setns(target.get(), CLONE_NEWNET) < 0) throw sys_error(fmt::format("network namespace '{}': setns", name));
   original_fd_ = original.release();
 }
 
@@ -105,10 +105,10 @@ NetnsTun::NetnsTun(const std::string& ns, const std::string& dev, Ipv4Prefix add
     throw std::runtime_error(fmt::format(
         "{}: a device named '{}' already exists (another poseidon-linkem, or pick --dev-name)", where, dev));
   Fd tun(::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC));
-  if (tun.get() < 0) throw sysError(fmt::format("{}: opening /dev/net/tun", where));
+  if (tun.get() < 0) throw sys_error(fmt::format("{}: opening /dev/net/tun", where));
   ifreq ifr = make_ifreq(dev);
   ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
-  if (::ioctl(tun.get(), TUNSETIFF, &ifr) < 0) throw sysError(fmt::format("{}: creating TUN device '{}'", where, dev));
+  if (::ioctl(tun.get(), TUNSETIFF, &ifr) < 0) throw sys_error(fmt::format("{}: creating TUN device '{}'", where, dev));
   configure(where, dev, addr, mtu);
   fd_ = tun.release();
 }

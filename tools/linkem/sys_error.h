@@ -1,4 +1,5 @@
-// The exception the forwarder's system calls throw: errno's error with what was being done.
+// The exception linkem's system calls throw (the forwarder's, the tun set-up's): errno's error
+// with what was being done.
 #pragma once
 
 #include <cerrno>
@@ -7,7 +8,7 @@
 
 namespace poseidon::linkem {
 
-inline std::system_error sysError(const std::string& what) {
+inline std::system_error sys_error(const std::string& what) {
   return std::system_error(errno, std::generic_category(), what);
 }
 

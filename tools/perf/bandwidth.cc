@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "tools/perf/buffers.h"
+#include "tools/perf/parameters.h"
 
 namespace poseidon::perf {
 namespace {

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "tools/perf/bandwidth.h"
+#include "tools/perf/console.h"
 #include "tools/perf/latency.h"
 #include "tools/perf/rendezvous.h"
 #include "tools/perf/run.h"
@@ -12,20 +13,10 @@
 namespace poseidon::perf {
 namespace {
 
-int fail(const Status& status) {
-  fmt::print(stderr, "poseidon-perf: {}\n", status.toString());
-  return 1;
-}
-
 // Fails the run on both sides: the server, waiting for results, reports the cause too.
 int failRun(Session& session, const Status& status) {
   (void)publishResults(session, nlohmann::json{{"error", status.toString()}}.dump());
-  return fail(status);
-}
-
-void print(const std::string& text) {
-  std::fputs(text.c_str(), stdout);
-  std::fflush(stdout);
+  return reportFailure(status);
 }
 
 }  // namespace
@@ -53,18 +44,18 @@ RunParameters clientParameters(const Options& o) {
 int runClient(const Options& options) {
   const RunParameters params = clientParameters(options);
   if (const std::string error = checkParameters(params); !error.empty()) {
-    return fail(Status(StatusCode::kInvalidArgument, error));
+    return reportFailure(Status(StatusCode::kInvalidArgument, error));
   }
   auto connected = connectToServer(options, params);
-  if (!connected) return fail(connected.status());
+  if (!connected) return reportFailure(connected.status());
   Session& session = **connected;
   const RunParameters& p = session.params;
   auto verb = makeVerb(p.test, session.pair(), session.data->region(), session.peer_data);
   if (const int64_t spin = options.spinNanos(p.test); spin >= 0) transport::Request::setSpinNanos(spin);
 
-  print(testInfoBlock(p, session.side));
-  if (isBandwidth(p.test) && p.durationMode()) print(" WARNING: BW peak won't be measured in this run.\n");
-  print(tableHeader(p));
+  printNow(testInfoBlock(p, session.side));
+  if (isBandwidth(p.test) && p.durationMode()) printNow(" WARNING: BW peak won't be measured in this run.\n");
+  printNow(tableHeader(p));
   std::optional<BandwidthClient> bandwidth;
   std::optional<LatencyClient> latency;
   if (isBandwidth(p.test)) {
@@ -82,16 +73,16 @@ int runClient(const Options& options) {
   for (uint64_t size : p.sizes) {
     const Result<Row> row = measure(size);
     if (!row) return failRun(session, row.status().withContext(fmt::format("{} of {} bytes", testName(p.test), size)));
-    print(formatRow(row.value(), p.report_gbits));
+    printNow(formatRow(row.value(), p.report_gbits));
     report.rows.push_back(row.value());
   }
-  print(resultLine());
+  printNow(resultLine());
 
   if (!options.out_json.empty()) {
     if (Status st = writeReportFile(options.out_json, report); !st) return failRun(session, st);
   }
-  if (Status st = publishResults(session, reportToJson(report).dump()); !st) return fail(st);
-  if (Status st = awaitConfirmation(session); !st) return fail(st);
+  if (Status st = publishResults(session, reportToJson(report).dump()); !st) return reportFailure(st);
+  if (Status st = awaitConfirmation(session); !st) return reportFailure(st);
   return 0;
 }
 

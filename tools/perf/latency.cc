@@ -1,5 +1,6 @@
 #include "tools/perf/latency.h"
 
+#include "tools/perf/parameters.h"
 #include "tools/perf/statistics.h"
 
 namespace poseidon::perf {

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "tools/perf/bandwidth.h"
+#include "tools/perf/console.h"
 #include "tools/perf/latency.h"
 #include "tools/perf/rendezvous.h"
 #include "tools/perf/run.h"
@@ -12,18 +13,8 @@
 namespace poseidon::perf {
 namespace {
 
-int fail(const Status& status) {
-  fmt::print(stderr, "poseidon-perf: {}\n", status.toString());
-  return 1;
-}
-
-void print(const std::string& text) {
-  std::fputs(text.c_str(), stdout);
-  std::fflush(stdout);
-}
-
 void printWaiting(uint16_t /*port*/) {
-  print(
+  printNow(
       "\n************************************\n"
       "* Waiting for client to connect... *\n"
       "************************************\n");
@@ -52,7 +43,7 @@ void noteDifferences(const Options& o, const RunParameters& p) {
 
 int runServer(const Options& options) {
   auto accepted = acceptClient(options, &printWaiting);
-  if (!accepted) return fail(accepted.status());
+  if (!accepted) return reportFailure(accepted.status());
   Session& session = **accepted;
   const RunParameters& p = session.params;
   noteDifferences(options, p);
@@ -61,36 +52,36 @@ int runServer(const Options& options) {
 
   SideInfo side = session.side;
   side.server = true;
-  print(testInfoBlock(p, side));
+  printNow(testInfoBlock(p, side));
   if (isBandwidth(p.test)) {
     BandwidthServer bandwidth(session, *verb);
     for (uint64_t size : p.sizes) {
       if (Status st = bandwidth.run(size); !st) {
-        return fail(st.withContext(fmt::format("{} of {} bytes", testName(p.test), size)));
+        return reportFailure(st.withContext(fmt::format("{} of {} bytes", testName(p.test), size)));
       }
     }
   } else {
     LatencyServer latency(session, *verb);
     for (uint64_t size : p.sizes) {
       if (Status st = latency.run(size); !st) {
-        return fail(st.withContext(fmt::format("{} of {} bytes", testName(p.test), size)));
+        return reportFailure(st.withContext(fmt::format("{} of {} bytes", testName(p.test), size)));
       }
     }
   }
 
   auto text = awaitResults(session);
-  if (!text) return fail(text.status());
+  if (!text) return reportFailure(text.status());
   auto rows = rowsFromJson(*text, p);
-  if (!rows) return fail(rows.status());
+  if (!rows) return reportFailure(rows.status());
   Report report{p, std::move(*rows)};
-  if (isBandwidth(p.test) && p.durationMode()) print(" WARNING: BW peak won't be measured in this run.\n");
-  print(tableHeader(p));
-  for (const Row& row : report.rows) print(formatRow(row, p.report_gbits));
-  print(resultLine());
+  if (isBandwidth(p.test) && p.durationMode()) printNow(" WARNING: BW peak won't be measured in this run.\n");
+  printNow(tableHeader(p));
+  for (const Row& row : report.rows) printNow(formatRow(row, p.report_gbits));
+  printNow(resultLine());
   if (!options.out_json.empty()) {
-    if (Status st = writeReportFile(options.out_json, report); !st) return fail(st);
+    if (Status st = writeReportFile(options.out_json, report); !st) return reportFailure(st);
   }
-  if (Status st = confirmResults(session); !st) return fail(st);
+  if (Status st = confirmResults(session); !st) return reportFailure(st);
   return 0;
 }
 

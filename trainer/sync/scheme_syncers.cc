@@ -7,7 +7,7 @@
 namespace poseidon::trainer {
 namespace {
 
-std::string describe(scheme::Scheme scheme, const Replica& replica, size_t layer, uint64_t iteration) {
+std::string describeSync(scheme::Scheme scheme, const Replica& replica, size_t layer, uint64_t iteration) {
   return fmt::format("{} sync of layer '{}' (#{}) iteration {}", scheme::schemeName(scheme),
                      replica.layer(layer).name(), layer, iteration);
 }
@@ -29,7 +29,7 @@ class PsSyncer final : public Syncer {
 
   transport::RequestPtr start(size_t layer, uint64_t iteration, Deadline deadline) override {
     if (layer >= replica_.layerCount()) return unknownLayer(scheme(), replica_, layer);
-    std::string what = describe(scheme(), replica_, layer, iteration);
+    std::string what = describeSync(scheme(), replica_, layer, iteration);
     if (Status loaded = replica_.loadGradient(layer, client_->gradients(layer)); !loaded.isOk()) {
       return transport::failedRequest(std::move(what), std::move(loaded));
     }
@@ -82,7 +82,7 @@ class RingSyncer final : public Syncer {
 
   transport::RequestPtr start(size_t layer, uint64_t iteration, Deadline deadline) override {
     if (layer >= replica_.layerCount()) return unknownLayer(scheme(), replica_, layer);
-    std::string what = describe(scheme(), replica_, layer, iteration);
+    std::string what = describeSync(scheme(), replica_, layer, iteration);
     if (Status loaded = replica_.loadGradient(layer, ring_->buffer(layer)); !loaded.isOk()) {
       return transport::failedRequest(std::move(what), std::move(loaded));
     }
@@ -116,7 +116,7 @@ class AdamSyncer final : public Syncer {
 
   transport::RequestPtr start(size_t layer, uint64_t iteration, Deadline deadline) override {
     if (layer >= replica_.layerCount() || !replica_.isFc(layer)) return unknownLayer(scheme(), replica_, layer);
-    std::string what = describe(scheme(), replica_, layer, iteration);
+    std::string what = describeSync(scheme(), replica_, layer, iteration);
     // The previous sync's write may still read the factor buffer the copy below refills.
     if (last_[layer] && !last_[layer]->test()) {
       return transport::failedRequest(

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "trainer/wfbp/median.h"
+
 namespace poseidon::trainer {
 
 namespace {
@@ -25,15 +27,6 @@ std::optional<std::string> unusable(const BackwardIteration& iteration, size_t l
     previous = *iteration.reported[i];
   }
   return std::nullopt;
-}
-
-double median(std::vector<double>& values) {
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-  const double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
-  return (lower + upper) / 2;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/layer.h"
+#include "trainer/wfbp/median.h"
 
 namespace poseidon::trainer {
 
@@ -31,15 +32,6 @@ Result<double> modelSeconds(scheme::Scheme scheme, const ClusterShape& cluster, 
 
 // Theil-Sen takes every pair: up to 2M of them. A probe gives some tens of samples.
 constexpr size_t kMaxSamples = 2048;
-
-// The median of a non-empty list (the mean of the middle two for an even count); reorders it.
-double median(std::vector<double>& values) {
-  const size_t middle = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + middle, values.end());
-  const double upper = values[middle];
-  if (values.size() % 2 == 1) return upper;
-  return (*std::max_element(values.begin(), values.begin() + middle) + upper) / 2;
-}
 
 }  // namespace
 
