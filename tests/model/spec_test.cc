@@ -95,7 +95,7 @@ TEST(ModelSpec, ErrorsNameTheSpecAndThePart) {
       {"uniform:25", "model 'uniform:25': 'uniform:25' is not uniform:<tensors>x<floats>"},
       {"uniform:0x5", "model 'uniform:0x5': '0' is not a positive integer"},
       {"uniform:1000001x1", "model 'uniform:1000001x1': 'uniform:1000001x1' has over 10^6 tensors"},
-      // The cap is on the whole model: repeated sections cannot add up past it.
+      // No uniform: section may take the model past the cap, whatever came before it.
       {"uniform:1x1;uniform:1000000x1",
        "model 'uniform:1x1;uniform:1000000x1': 'uniform:1000000x1' takes the model over 10^6 layers (1 before it)"},
       {"tensors:a=1,b",
