@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -73,6 +74,42 @@ TEST(PsFeatures, CheckpointOnRequestThenResumeUnderAnotherOptimizerIsRefused) {
   EXPECT_NE(refused.server_status[0].message().find("optimizer"), std::string::npos)
       << refused.server_status[0].toString();
   EXPECT_NE(refused.server_status[0].message().find("lr"), std::string::npos) << refused.server_status[0].toString();
+}
+
+// Each server prunes its own files, so one whose disk lagged the others by `checkpoint_keep`
+// checkpoints can be left with none of a clock the others have. A resume then fails on every
+// rank naming what each server has, instead of starting over from clock 0.
+TEST(PsFeatures, AResumeWithNoClockCommonToEveryServerFailsOnEveryRankNamingTheClocks) {
+  TempDir dir;
+  ClusterSpec spec;
+  spec.workers = 2;
+  spec.servers = 2;
+  spec.server.checkpoint_dir = dir.path() + "/checkpoints";
+  spec.server.checkpoint_every = 1;
+  spec.server.checkpoint_keep = 100;
+  spec.train = [&](ps::Client& client, int worker) {
+    return trainWorker(client, {worker, 12, 5, true}, Deadline::after(spec.deadline));
+  };
+  const ClusterRun run = runCluster(spec);
+  ASSERT_TRUE(run.server_status[0].isOk() && run.server_status[1].isOk()) << run.server_status[0].toString();
+  // As a lagging server 1 would leave them: server 0 kept clocks 10-12, server 1 clocks 7-9.
+  for (uint32_t server = 0; server < 2; ++server) {
+    for (uint64_t clock : ps::listCheckpoints(spec.server.checkpoint_dir, server)) {
+      const bool kept = server == 0 ? clock >= 10 : clock >= 7 && clock <= 9;
+      if (!kept) std::filesystem::remove(ps::checkpointPath(spec.server.checkpoint_dir, server, clock));
+    }
+  }
+
+  spec.server.resume = true;
+  spec.deadline = std::chrono::seconds(10);
+  const ClusterRun refused = runCluster(spec);
+  const std::vector<Status> all = {refused.server_status[0], refused.server_status[1], refused.worker_status[0],
+                                   refused.worker_status[1]};
+  for (const Status& status : all) {
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.toString();
+    EXPECT_NE(status.message().find("server 0 has clocks 10-12, server 1 has clocks 7-9"), std::string::npos)
+        << status.toString();
+  }
 }
 
 // A checkpoint a server cannot take is told to the worker that asked, with the reason, instead
