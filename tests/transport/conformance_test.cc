@@ -583,11 +583,15 @@ TEST_P(Conformance, MessageAboveFourGiB) {
   }
   const auto started = Clock::now();
   Mesh m = mesh(2);
-  // Untouched anonymous pages read as zero and cost nothing on the sender; mark pages with a
-  // pattern so misplaced bytes would show.
+  // Untouched anonymous pages read as zero; mark pages with a pattern so misplaced bytes would
+  // show. Transparent huge pages where the kernel offers them (advice only, so its failure does
+  // not matter): 8 GiB in 4 KiB pages is 2 million page faults, which a virtual machine's kernel
+  // may make the whole cost of the test (tcp, both cases: 75 s with 4.2 million faults, 92 s of
+  // it in the kernel, against 6-11 s with 12 000).
   auto map = [](size_t n) {
     void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
+    ::madvise(p, n, MADV_HUGEPAGE);
     return static_cast<uint8_t*>(p);
   };
   uint8_t* src = map(size);
