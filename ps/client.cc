@@ -691,8 +691,13 @@ Status ClientImpl::onCheckpointRefusedLocked(int server, const Imm& imm) {
     case CheckpointRefusal::kWriteFailed:
       why = "writing the file failed (its log says why: a full disk, permissions)";
       break;
+    case CheckpointRefusal::kDiskBehind:
+      why =
+          "its disk was still writing the checkpoints before it, so it skipped this one (and any others since it "
+          "last said so) to bound its memory; checkpoint less often or give it a faster disk";
+      break;
     default:
-      return makeStatus(StatusCode::kProtocolError, "refused a checkpoint for reason {} (expected 1 or 2)", imm.value);
+      return makeStatus(StatusCode::kProtocolError, "refused a checkpoint for reason {} (expected 1 to 3)", imm.value);
   }
   Status refusal = makeStatus(StatusCode::kUnavailable, "server {} (rank {}) did not checkpoint (clock {} mod {}): {}",
                               server, job_.serverRank(server), imm.chunk, kMaxChunksPerServer, why);

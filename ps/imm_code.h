@@ -58,6 +58,7 @@ enum class ToWorker : uint8_t {
 enum class CheckpointRefusal : uint32_t {
   kNoDirectory = 1,  // the server was started without a checkpoint directory
   kWriteFailed = 2,  // writing the file failed (its log says why: disk full, permissions...)
+  kDiskBehind = 3,   // skipped: the checkpoints before it were still being written (ps/checkpointer.h)
 };
 
 struct Imm {

@@ -264,12 +264,11 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
   if (checkpoints) {
     // A failed write is told to every worker still here, so the job's log says a checkpoint is
     // missing where someone looks, not only in this server's.
-    auto tell_workers = [this](uint64_t clock, const Status&) {
+    auto tell_workers = [this](uint64_t clock, CheckpointMiss miss, const Status&) {
+      const CheckpointRefusal why =
+          miss == CheckpointMiss::kSkippedBehind ? CheckpointRefusal::kDiskBehind : CheckpointRefusal::kWriteFailed;
       for (int w = 0; w < job_.workers; ++w) {
-        if (live(w)) {
-          notify(w, ToWorker::kCheckpointRefused, static_cast<uint32_t>(clock),
-                 static_cast<uint32_t>(CheckpointRefusal::kWriteFailed));
-        }
+        if (live(w)) notify(w, ToWorker::kCheckpointRefused, static_cast<uint32_t>(clock), static_cast<uint32_t>(why));
       }
     };
     checkpointer_ = std::make_unique<Checkpointer>(options_.checkpoint_dir, identity, shard_, options_.checkpoint_every,

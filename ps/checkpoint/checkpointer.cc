@@ -5,12 +5,16 @@
 #include <spdlog/spdlog.h>
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace poseidon::ps {
 
 Checkpointer::Checkpointer(std::string dir, CheckpointIdentity identity, const Shard& shard, uint64_t every, int keep,
-                           uint64_t start_clock, std::function<void(uint64_t clock, const Status&)> on_failure)
-    : on_failure_(std::move(on_failure)),
+                           uint64_t start_clock,
+                           std::function<void(uint64_t clock, CheckpointMiss, const Status&)> on_miss,
+                           CheckpointWriter write)
+    : on_miss_(std::move(on_miss)),
+      write_(std::move(write)),
       dir_(std::move(dir)),
       identity_(std::move(identity)),
       shard_(shard),
@@ -53,16 +57,28 @@ void Checkpointer::onVersion(uint32_t chunk, uint64_t version, uint64_t steps, s
     if (!dueLocked(version)) return;
     auto& slot = collecting_[version];
     if (!slot) {
-      // Allocated per checkpoint, not per iteration: checkpoints are rare next to updates.
       slot = std::make_unique<Snapshot>();
       slot->clock = version;
       slot->missing = static_cast<uint32_t>(shard_.chunks.size());
-      const size_t elements = shard_.bytes / sizeof(float);
-      slot->params.resize(elements);
-      if (identity_.state_words >= 1) slot->state0.resize(elements);
-      if (identity_.state_words >= 2) slot->state1.resize(elements);
-      slot->steps.resize(shard_.chunks.size());
-      slot->applied.resize(shard_.chunks.size() * identity_.workers);
+      slot->skipped = complete_.size() + (writing_ ? 1 : 0) >= kMaxSnapshotsAwaitingDisk;
+      if (!slot->skipped) {
+        // Allocated per checkpoint, not per iteration: checkpoints are rare next to updates.
+        const size_t elements = shard_.bytes / sizeof(float);
+        slot->params.resize(elements);
+        if (identity_.state_words >= 1) slot->state0.resize(elements);
+        if (identity_.state_words >= 2) slot->state1.resize(elements);
+        slot->steps.resize(shard_.chunks.size());
+        slot->applied.resize(shard_.chunks.size() * identity_.workers);
+      }
+    }
+    if (slot->skipped) {
+      if (--slot->missing == 0) {
+        collecting_.erase(version);
+        requested_.erase(version);
+        skipped_.push_back(version);
+        cv_.notify_all();
+      }
+      return;
     }
     snapshot = slot.get();
   }
@@ -87,7 +103,23 @@ void Checkpointer::onVersion(uint32_t chunk, uint64_t version, uint64_t steps, s
 void Checkpointer::writerLoop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    cv_.wait(lock, [&] { return stopping_ || !complete_.empty(); });
+    cv_.wait(lock, [&] { return stopping_ || !complete_.empty() || !skipped_.empty(); });
+    if (!skipped_.empty()) {
+      // Said once for all skipped since the last time: while the disk is behind, checkpoints
+      // may be skipped at every clock.
+      const std::vector<uint64_t> clocks(skipped_.begin(), skipped_.end());
+      skipped_.clear();
+      lock.unlock();
+      const Status skipped = makeStatus(
+          StatusCode::kUnavailable,
+          "{} checkpoint(s) skipped, the newest at clock {}: the ones before were still being written to {} (the "
+          "disk is slower than checkpoints come; the next one due after it catches up is taken)",
+          clocks.size(), clocks.back(), dir_);
+      spdlog::warn("server {}: {}", identity_.server, skipped.message());
+      if (on_miss_) on_miss_(clocks.back(), CheckpointMiss::kSkippedBehind, skipped);
+      lock.lock();
+      continue;
+    }
     if (complete_.empty()) return;  // stopping with nothing left to write
     std::unique_ptr<Snapshot> snapshot = std::move(complete_.front());
     complete_.pop_front();
@@ -100,10 +132,10 @@ void Checkpointer::writerLoop() {
     data.params = snapshot->params;
     data.state0 = snapshot->state0;
     data.state1 = snapshot->state1;
-    Status status = writeCheckpoint(dir_, identity_, data, keep_);
+    Status status = write_(dir_, identity_, data, keep_);
     if (!status.isOk()) {
       spdlog::error("server {}: checkpoint at clock {}: {}", identity_.server, data.clock, status.toString());
-      if (on_failure_) on_failure_(data.clock, status);
+      if (on_miss_) on_miss_(data.clock, CheckpointMiss::kWriteFailed, status);
     }
     lock.lock();
     writing_ = false;

@@ -6,6 +6,11 @@
 // though chunks move on independently; when the last chunk has arrived a background thread
 // writes the file (ps/checkpoint.h: temporary file, fsync, rename). Nothing here blocks an update
 // thread on another chunk or on the disk: each checkpoint in progress has its own snapshot.
+//
+// A disk slower than the checkpoints come would otherwise queue a shard-sized snapshot per
+// checkpoint without end: a checkpoint that falls due while kMaxSnapshotsAwaitingDisk are written
+// or waiting to be is skipped (no snapshot is taken) and said, so memory stays bounded and the
+// next one due after the disk catches up is taken.
 #pragma once
 
 #include <condition_variable>
@@ -25,12 +30,27 @@
 
 namespace poseidon::ps {
 
+// Why a checkpoint that fell due has no file.
+enum class CheckpointMiss {
+  kWriteFailed,   // writing the file failed
+  kSkippedBehind  // skipped: the disk had not finished the ones before it
+};
+
+// Snapshots held for the disk at most (the one being written and those complete and waiting).
+inline constexpr size_t kMaxSnapshotsAwaitingDisk = 2;
+
+// Writes one checkpoint file (writeCheckpoint; a test may pass a slower disk).
+using CheckpointWriter = std::function<Status(const std::string& dir, const CheckpointIdentity& identity,
+                                              const CheckpointData& data, int keep)>;
+
 class Checkpointer {
  public:
-  // `on_failure` (any thread, may be empty) hears of each checkpoint whose file could not be
-  // written, so the workers can be told.
+  // `on_miss` (the writer thread, may be empty) hears of each checkpoint that fell due and has no
+  // file, with the reason, so the workers can be told: each failed write, and the newest of the
+  // checkpoints skipped since it last heard.
   Checkpointer(std::string dir, CheckpointIdentity identity, const Shard& shard, uint64_t every, int keep,
-               uint64_t start_clock, std::function<void(uint64_t clock, const Status&)> on_failure = {});
+               uint64_t start_clock, std::function<void(uint64_t clock, CheckpointMiss, const Status&)> on_miss = {},
+               CheckpointWriter write = writeCheckpoint);
   ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
@@ -51,6 +71,7 @@ class Checkpointer {
   struct Snapshot {
     uint64_t clock = 0;
     uint32_t missing = 0;
+    bool skipped = false;  // no data: the chunks only count down to drop the entry
     std::vector<float> params, state0, state1;
     std::vector<uint64_t> steps, applied;
   };
@@ -58,7 +79,8 @@ class Checkpointer {
   bool dueLocked(uint64_t version) const;
   void writerLoop();
 
-  const std::function<void(uint64_t clock, const Status&)> on_failure_;
+  const std::function<void(uint64_t clock, CheckpointMiss, const Status&)> on_miss_;
+  const CheckpointWriter write_;
   const std::string dir_;
   const CheckpointIdentity identity_;
   const Shard& shard_;
@@ -72,6 +94,7 @@ class Checkpointer {
   std::set<uint64_t> requested_;
   std::map<uint64_t, std::unique_ptr<Snapshot>> collecting_;
   std::deque<std::unique_ptr<Snapshot>> complete_;
+  std::vector<uint64_t> skipped_;  // skipped clocks the writer thread has not yet reported
   bool writing_ = false;
   bool stopping_ = false;
   Status first_error_;
