@@ -262,8 +262,8 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
     spdlog::info("server {}: resumed from clock {}", server_, resumed_clock_);
   }
   if (checkpoints) {
-    // A failed write is told to every worker still here, so the job's log says a checkpoint is
-    // missing where someone looks, not only in this server's.
+    // A failed write or a skipped checkpoint is told to every worker still here, so the job's log
+    // says a checkpoint is missing where someone looks, not only in this server's.
     auto tell_workers = [this](uint64_t clock, CheckpointMiss miss, const Status&) {
       const CheckpointRefusal why =
           miss == CheckpointMiss::kSkippedBehind ? CheckpointRefusal::kDiskBehind : CheckpointRefusal::kWriteFailed;
@@ -271,8 +271,10 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
         if (live(w)) notify(w, ToWorker::kCheckpointRefused, static_cast<uint32_t>(clock), static_cast<uint32_t>(why));
       }
     };
-    checkpointer_ = std::make_unique<Checkpointer>(options_.checkpoint_dir, identity, shard_, options_.checkpoint_every,
-                                                   options_.checkpoint_keep, resumed_clock_, tell_workers);
+    checkpointer_ = std::make_unique<Checkpointer>(
+        options_.checkpoint_dir, identity, shard_, options_.checkpoint_every, options_.checkpoint_keep, resumed_clock_,
+        tell_workers,
+        options_.checkpoint_writer ? options_.checkpoint_writer : WriteCheckpointFunction(writeCheckpoint));
   }
   auto descriptors = fetchWorkerRegions(store, job_, deadline);
   if (!descriptors) return descriptors.status();

@@ -21,6 +21,7 @@
 
 #include "kernels/optimizer_config.h"
 #include "model/model.h"
+#include "ps/checkpoint/checkpoint.h"
 #include "ps/chunk_layout.h"
 #include "ps/consistency.h"
 #include "ps/job.h"
@@ -39,6 +40,8 @@ struct ServerOptions {
   int checkpoint_keep = 2;
   // Load the newest checkpoint every server of the job has (see ps/resume.h).
   bool resume = false;
+  // Writes the checkpoint files (empty: writeCheckpoint into checkpoint_dir); a test's slow disk.
+  WriteCheckpointFunction checkpoint_writer;
 };
 
 struct ServerStats {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,6 +51,10 @@ std::string checkpointPath(const std::string& dir, uint32_t server, uint64_t clo
 // older checkpoints beyond the newest `keep`.
 Status writeCheckpoint(const std::string& dir, const CheckpointIdentity& identity, const CheckpointData& data,
                        int keep = 2);
+
+// What writes a server's checkpoint files: writeCheckpoint, or a caller's own (a test's slow disk).
+using WriteCheckpointFunction = std::function<Status(const std::string& dir, const CheckpointIdentity& identity,
+                                                     const CheckpointData& data, int keep)>;
 
 // Loads <dir>/server-<s>.clock-<clock>.ckpt into `data` (spans preallocated by the caller),
 // refusing a file whose identity, sizes or checksum do not match, with a message naming the

@@ -12,7 +12,7 @@ namespace poseidon::ps {
 Checkpointer::Checkpointer(std::string dir, CheckpointIdentity identity, const Shard& shard, uint64_t every, int keep,
                            uint64_t start_clock,
                            std::function<void(uint64_t clock, CheckpointMiss, const Status&)> on_miss,
-                           CheckpointWriter write)
+                           WriteCheckpointFunction write)
     : on_miss_(std::move(on_miss)),
       write_(std::move(write)),
       dir_(std::move(dir)),

@@ -39,10 +39,6 @@ enum class CheckpointMiss {
 // Snapshots held for the disk at most (the one being written and those complete and waiting).
 inline constexpr size_t kMaxSnapshotsAwaitingDisk = 2;
 
-// Writes one checkpoint file (writeCheckpoint; a test may pass a slower disk).
-using CheckpointWriter = std::function<Status(const std::string& dir, const CheckpointIdentity& identity,
-                                              const CheckpointData& data, int keep)>;
-
 class Checkpointer {
  public:
   // `on_miss` (the writer thread, may be empty) hears of each checkpoint that fell due and has no
@@ -50,7 +46,7 @@ class Checkpointer {
   // checkpoints skipped since it last heard.
   Checkpointer(std::string dir, CheckpointIdentity identity, const Shard& shard, uint64_t every, int keep,
                uint64_t start_clock, std::function<void(uint64_t clock, CheckpointMiss, const Status&)> on_miss = {},
-               CheckpointWriter write = writeCheckpoint);
+               WriteCheckpointFunction write = writeCheckpoint);
   ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
@@ -80,7 +76,7 @@ class Checkpointer {
   void writerLoop();
 
   const std::function<void(uint64_t clock, CheckpointMiss, const Status&)> on_miss_;
-  const CheckpointWriter write_;
+  const WriteCheckpointFunction write_;
   const std::string dir_;
   const CheckpointIdentity identity_;
   const Shard& shard_;

@@ -5,13 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <string>
-#include <tuple>
 #include <vector>
 
+#include "tests/ps/held_disk.h"
 #include "tests/support/mesh.h"
 
 namespace poseidon::testing {
@@ -19,34 +18,6 @@ namespace {
 
 constexpr uint32_t kChunks = 2;
 constexpr uint64_t kChunkFloats = 16;
-
-// A disk that writes nothing until opened, and notes the clock of each file asked for.
-class HeldDisk {
- public:
-  ps::CheckpointWriter writer() {
-    return [this](const std::string&, const ps::CheckpointIdentity&, const ps::CheckpointData& data, int) {
-      std::unique_lock lock(mutex_);
-      cv_.wait(lock, [&] { return open_; });
-      written_.push_back(data.clock);
-      return Status::ok();
-    };
-  }
-  void open() {
-    std::lock_guard lock(mutex_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  std::vector<uint64_t> written() {
-    std::lock_guard lock(mutex_);
-    return written_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool open_ = false;
-  std::vector<uint64_t> written_;
-};
 
 struct Miss {
   uint64_t clock;

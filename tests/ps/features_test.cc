@@ -1,16 +1,19 @@
 // Parameter-server features beyond BSP: Downpour's n_push accumulation (bit-exact against a local
-// loop), checkpoints on request, and a resume under a different optimizer refused by name.
+// loop), checkpoints on request, a resume under a different optimizer or without a clock common
+// to every server refused by name, and checkpoints a slow disk made the server skip.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <future>
 #include <thread>
 
 #include "ps/checkpoint/checkpoint.h"
+#include "tests/ps/held_disk.h"
 #include "tests/ps/ps_cluster.h"
 #include "tests/ps/ps_job_launch.h"
 #include "tests/ps/synthetic_training.h"
@@ -144,6 +147,47 @@ TEST(PsFeatures, ACheckpointRefusedByAServerReachesTheWorkerWithItsReason) {
   EXPECT_NE(second_request.message().find("server 0 (rank 2) did not checkpoint"), std::string::npos)
       << second_request.message();
   EXPECT_NE(second_request.message().find("no checkpoint directory"), std::string::npos) << second_request.message();
+}
+
+// A disk slower than the checkpoints come: the server skips what falls due while two snapshots
+// wait for it (its memory stays bounded) and, once the disk is done with the write in progress,
+// tells the workers once for all it skipped.
+TEST(PsFeatures, CheckpointsSkippedWhileTheDiskIsBehindAreToldToTheWorkersOnce) {
+  TempDir dir;
+  HeldDisk disk;
+  ClusterSpec spec;
+  spec.workers = 2;
+  spec.servers = 1;
+  spec.server.checkpoint_dir = dir.path() + "/checkpoints";
+  spec.server.checkpoint_every = 1;
+  spec.server.checkpoint_keep = 100;
+  spec.server.checkpoint_writer = disk.writer();
+  Status refusal;
+  spec.train = [&](ps::Client& client, int worker) -> Status {
+    const Deadline deadline = Deadline::after(spec.deadline);
+    POSEIDON_RETURN_IF_ERROR(trainWorker(client, {worker, 8, 5, false}, deadline));
+    if (worker == 0) {
+      disk.open();
+      // Each call asks for one more checkpoint, at a clock this job never reaches.
+      for (int i = 0; i < 500 && refusal.isOk(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        refusal = client.requestCheckpoint(1000);
+      }
+    }
+    return client.finish(deadline);
+  };
+  const ClusterRun run = runCluster(spec);
+  ASSERT_TRUE(run.server_status[0].isOk()) << run.server_status[0].toString();
+  ASSERT_TRUE(run.worker_status[0].isOk()) << run.worker_status[0].toString();
+  // Clock 1 went to the disk and 2 waited for it; every chunk had reached 2 before any reached 3
+  // (BSP), so 3 to 8 found two snapshots waiting.
+  EXPECT_EQ(disk.written(), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(refusal.code(), StatusCode::kUnavailable) << refusal.toString();
+  EXPECT_NE(refusal.message().find("server 0 (rank 2) did not checkpoint (clock 8 mod"), std::string::npos)
+      << refusal.message();
+  EXPECT_NE(refusal.message().find("still writing the checkpoints before it, so it skipped this one"),
+            std::string::npos)
+      << refusal.message();
 }
 
 // Layers that share a chunk, each pulled before the next one pushed: the chunk's pull must wait

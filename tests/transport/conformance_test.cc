@@ -586,8 +586,9 @@ TEST_P(Conformance, MessageAboveFourGiB) {
   // Untouched anonymous pages read as zero; mark pages with a pattern so misplaced bytes would
   // show. Transparent huge pages where the kernel offers them (advice only, so its failure does
   // not matter): 8 GiB in 4 KiB pages is 2 million page faults, which a virtual machine's kernel
-  // may make the whole cost of the test (tcp, both cases: 75 s with 4.2 million faults, 92 s of
-  // it in the kernel, against 6-11 s with 12 000).
+  // may make the whole cost of the test. Both tcp cases on one such machine: 75 s with 4.2
+  // million faults (92 s of CPU in the kernel); with huge pages 12 000 faults and 6 to 29 s over
+  // five runs.
   auto map = [](size_t n) {
     void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
