@@ -80,17 +80,23 @@ TEST(PsFeatures, CheckpointOnRequestThenResumeUnderAnotherOptimizerIsRefused) {
   EXPECT_NE(refused.server_status[0].message().find("lr"), std::string::npos) << refused.server_status[0].toString();
 }
 
+// Two workers, `servers` servers that checkpoint every clock into `dir` and keep every file.
+ClusterSpec checkpointingEveryClock(const TempDir& dir, int servers) {
+  ClusterSpec spec;
+  spec.workers = 2;
+  spec.servers = servers;
+  spec.server.checkpoint_dir = dir.path() + "/checkpoints";
+  spec.server.checkpoint_every = 1;
+  spec.server.checkpoint_keep = 100;
+  return spec;
+}
+
 // Each server prunes its own files, so one whose disk lagged the others by `checkpoint_keep`
 // checkpoints can be left with none of a clock the others have. A resume then fails on every
 // rank naming what each server has, instead of starting over from clock 0.
 TEST(PsFeatures, AResumeWithNoClockCommonToEveryServerFailsOnEveryRankNamingTheClocks) {
   TempDir dir;
-  ClusterSpec spec;
-  spec.workers = 2;
-  spec.servers = 2;
-  spec.server.checkpoint_dir = dir.path() + "/checkpoints";
-  spec.server.checkpoint_every = 1;
-  spec.server.checkpoint_keep = 100;
+  ClusterSpec spec = checkpointingEveryClock(dir, 2);
   spec.train = [&](ps::Client& client, int worker) {
     return trainWorker(client, {worker, 12, 5, true}, Deadline::after(spec.deadline));
   };
@@ -155,12 +161,7 @@ TEST(PsFeatures, ACheckpointRefusedByAServerReachesTheWorkerWithItsReason) {
 TEST(PsFeatures, CheckpointsSkippedWhileTheDiskIsBehindAreToldToTheWorkersOnce) {
   TempDir dir;
   HeldDisk disk;
-  ClusterSpec spec;
-  spec.workers = 2;
-  spec.servers = 1;
-  spec.server.checkpoint_dir = dir.path() + "/checkpoints";
-  spec.server.checkpoint_every = 1;
-  spec.server.checkpoint_keep = 100;
+  ClusterSpec spec = checkpointingEveryClock(dir, 1);
   spec.server.checkpoint_writer = disk.writer();
   Status refusal;
   spec.train = [&](ps::Client& client, int worker) -> Status {
