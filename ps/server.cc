@@ -271,10 +271,9 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
         if (live(w)) notify(w, ToWorker::kCheckpointRefused, static_cast<uint32_t>(clock), static_cast<uint32_t>(why));
       }
     };
-    checkpointer_ = std::make_unique<Checkpointer>(
-        options_.checkpoint_dir, identity, shard_, options_.checkpoint_every, options_.checkpoint_keep, resumed_clock_,
-        tell_workers,
-        options_.checkpoint_writer ? options_.checkpoint_writer : WriteCheckpointFunction(writeCheckpoint));
+    checkpointer_ = std::make_unique<Checkpointer>(options_.checkpoint_dir, identity, shard_, options_.checkpoint_every,
+                                                   options_.checkpoint_keep, resumed_clock_, tell_workers,
+                                                   options_.checkpoint_writer);
   }
   auto descriptors = fetchWorkerRegions(store, job_, deadline);
   if (!descriptors) return descriptors.status();

@@ -14,7 +14,7 @@ Checkpointer::Checkpointer(std::string dir, CheckpointIdentity identity, const S
                            std::function<void(uint64_t clock, CheckpointMiss, const Status&)> on_miss,
                            WriteCheckpointFunction write)
     : on_miss_(std::move(on_miss)),
-      write_(std::move(write)),
+      write_(write ? std::move(write) : WriteCheckpointFunction(writeCheckpoint)),
       dir_(std::move(dir)),
       identity_(std::move(identity)),
       shard_(shard),

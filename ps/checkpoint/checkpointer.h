@@ -43,10 +43,10 @@ class Checkpointer {
  public:
   // `on_miss` (the writer thread, may be empty) hears of each checkpoint that fell due and has no
   // file, with the reason, so the workers can be told: each failed write, and the newest of the
-  // checkpoints skipped since it last heard.
+  // checkpoints skipped since it last heard. `write` writes the files (empty: writeCheckpoint).
   Checkpointer(std::string dir, CheckpointIdentity identity, const Shard& shard, uint64_t every, int keep,
                uint64_t start_clock, std::function<void(uint64_t clock, CheckpointMiss, const Status&)> on_miss = {},
-               WriteCheckpointFunction write = writeCheckpoint);
+               WriteCheckpointFunction write = {});
   ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
