@@ -13,6 +13,7 @@
 
 #include "tests/support/mesh.h"
 #include "tests/support/rdma.h"
+#include "tests/support/timeouts.h"
 #include "transport/device.h"
 #include "transport/traffic.h"
 
@@ -389,7 +390,9 @@ TEST_P(Conformance, WrongSecretIsRefusedOnBothSides) {
   DeviceOptions bad = options();
   bad.secret = "not-the-secret";
   Mesh m;
-  auto statuses = poseidon::testing::connectMesh(m, {good, bad}, "secret", std::chrono::seconds(3));
+  // Stretched under sanitizers: a loaded ASan run once passed 3 s before rank 0's refusal arrived.
+  auto statuses =
+      poseidon::testing::connectMesh(m, {good, bad}, "secret", poseidon::testing::scaled(std::chrono::seconds(3)));
   // Rank 1 connects to rank 0: it learns the server could not prove the secret.
   EXPECT_EQ(statuses[1].code(), StatusCode::kAuthError) << statuses[1].toString();
   EXPECT_NE(statuses[1].message().find("secret"), std::string::npos) << statuses[1].message();
