@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/deadline_wait.h"
+#include "ps/checkpoint/checkpoint_commits.h"
 #include "ps/checkpoint/resume.h"
 #include "ps/held_chunks.h"
 #include "ps/imm_code.h"
@@ -155,7 +156,7 @@ class ClientImpl final : public Client {
   void failAllLocked(const Status& status);
   // Until no pull this worker sent awaits its answer (or the first failure, or the deadline).
   Status waitForSentPulls(Deadline deadline);
-  Status onCheckpointRefusedLocked(int server, const Imm& imm);
+  Status onCheckpointOutcomeLocked(int server, const Imm& imm);
   // Pings `servers` and returns those that did not answer within kPingWait (the lock is released
   // while the pings go out and while waiting).
   std::vector<int> unansweredPingsLocked(std::unique_lock<std::mutex>& lock, const std::vector<int>& servers);
@@ -197,7 +198,8 @@ class ClientImpl final : public Client {
   std::condition_variable failure_cv_;  // a failure, or a pull answered (finish() waits for those)
   // Liveness probes after a timed-out wait: per server, the value of its last kPong.
   std::vector<uint32_t> pongs_;
-  Status checkpoint_refusal_;  // the first refusal not yet returned by requestCheckpoint
+  Status checkpoint_refusal_;                   // the first refusal not yet returned by requestCheckpoint
+  CheckpointCommits checkpoint_commits_{0, 0};  // set up once the start clock is known
   uint32_t next_ping_ = 0;
   std::condition_variable pong_cv_;
   std::vector<std::thread> threads_;
@@ -271,6 +273,7 @@ Status ClientImpl::setUp(transport::bootstrap::Store& store, const model::Model&
   for (ChunkTrack& chunk : chunks_) chunk.pushes = chunk.version = start_clock_;
   unacked_bytes_.assign(static_cast<size_t>(job_.servers), 0);
   pongs_.assign(static_cast<size_t>(job_.servers), kNoPong);
+  checkpoint_commits_ = CheckpointCommits(job_.servers, start_clock_);
   held_.resize(static_cast<size_t>(job_.servers));
   for (const Shard& shard : shards) held_[static_cast<size_t>(shard.server)].reserve(shard.chunks.size());
   for (LayerTrack& layer : layers_) layer.clock = start_clock_;
@@ -518,7 +521,7 @@ Status ClientImpl::handle(int server, const Imm& imm) {
     pong_cv_.notify_all();
     return Status::ok();
   }
-  if (imm.type == static_cast<uint8_t>(ToWorker::kCheckpointRefused)) return onCheckpointRefusedLocked(server, imm);
+  if (imm.type == static_cast<uint8_t>(ToWorker::kCheckpointOutcome)) return onCheckpointOutcomeLocked(server, imm);
   if (imm.type == static_cast<uint8_t>(ToWorker::kServerFailed)) {
     if (imm.value >= static_cast<uint32_t>(job_.servers)) {
       return makeStatus(StatusCode::kProtocolError, "reported server {} gone, but the job has servers 0..{}", imm.value,
@@ -588,7 +591,7 @@ Status ClientImpl::handle(int server, const Imm& imm) {
                                imm.value, job_.workerRank(static_cast<int>(imm.value)), server));
       return Status::ok();
     case ToWorker::kPong:
-    case ToWorker::kCheckpointRefused:
+    case ToWorker::kCheckpointOutcome:
     case ToWorker::kServerFailed: break;  // handled above
   }
   return makeStatus(StatusCode::kProtocolError, "sent immediate type {} (expected 0..7)", imm.type);
@@ -682,25 +685,39 @@ uint64_t ClientImpl::version(size_t layer) const {
   return lowest == UINT64_MAX ? 0 : lowest;
 }
 
-Status ClientImpl::onCheckpointRefusedLocked(int server, const Imm& imm) {
+Status ClientImpl::onCheckpointOutcomeLocked(int server, const Imm& imm) {
   std::string why;
-  switch (static_cast<CheckpointRefusal>(imm.value)) {
-    case CheckpointRefusal::kNoDirectory:
+  switch (static_cast<CheckpointOutcome>(imm.chunk)) {
+    case CheckpointOutcome::kWritten:
+      if (const std::optional<uint64_t> committed = checkpoint_commits_.onWritten(server, imm.value)) {
+        // Once this worker said goodbye the servers no longer read from it; the others still say it.
+        if (saying_bye_.load()) return Status::ok();
+        for (int s = 0; s < job_.servers; ++s) signal(s, ToServer::kCheckpointCommitted, 0, *committed);
+      }
+      return Status::ok();
+    case CheckpointOutcome::kNoDirectory:
       why = "it has no checkpoint directory (start it with one: --checkpoint-dir)";
       break;
-    case CheckpointRefusal::kWriteFailed:
+    case CheckpointOutcome::kWriteFailed:
       why = "writing the file failed (its log says why: a full disk, permissions)";
       break;
-    case CheckpointRefusal::kDiskBehind:
+    case CheckpointOutcome::kDiskBehind:
       why =
           "its disk was still writing the checkpoints before it, so it skipped this one (and any others since it "
           "last said so) to bound its memory; checkpoint less often or give it a faster disk";
       break;
+    case CheckpointOutcome::kAwaitingServers:
+      why =
+          "it holds checkpoint_keep newer checkpoints whose clocks another server has not written yet, so it skipped "
+          "this one (and any others since it last said so) to bound its disk; that server's disk is behind or "
+          "failing (the servers' logs say which)";
+      break;
     default:
-      return makeStatus(StatusCode::kProtocolError, "refused a checkpoint for reason {} (expected 1 to 3)", imm.value);
+      return makeStatus(StatusCode::kProtocolError, "told checkpoint outcome {} (expected 0 to {})", imm.chunk,
+                        kLastCheckpointOutcome);
   }
   Status refusal = makeStatus(StatusCode::kUnavailable, "server {} (rank {}) did not checkpoint (clock {} mod {}): {}",
-                              server, job_.serverRank(server), imm.chunk, kMaxChunksPerServer, why);
+                              server, job_.serverRank(server), imm.value, kImmValueWindow, why);
   spdlog::warn("{}", refusal.message());
   if (checkpoint_refusal_.isOk()) checkpoint_refusal_ = std::move(refusal);
   return Status::ok();

@@ -35,6 +35,9 @@ enum class ToServer : uint8_t {
   // its parameters nearest the input first.
   kAnnounce = 5,
   kPing = 6,  // answer kPong with this value: is the server alive (a worker's wait timed out)
+  // Every server has written its checkpoint of clock value (widened): older ones may go
+  // (ps/checkpoint/checkpointer.h). Any worker may say it; each says it once per clock.
+  kCheckpointCommitted = 7,
 };
 
 // Server -> worker.
@@ -47,19 +50,24 @@ enum class ToWorker : uint8_t {
   // and this one has not, so the aggregation waits for it.
   kAwaited = 4,
   kPong = 5,  // the answer to kPing, with its value
-  // A checkpoint did not happen: value is a CheckpointRefusal, chunk the checkpoint's clock's low
-  // 14 bits (for the message only).
-  kCheckpointRefused = 6,
+  // What became of the checkpoint of clock value (widened): chunk is a CheckpointOutcome. A
+  // written one goes to every worker, which says kCheckpointCommitted once every server wrote it.
+  kCheckpointOutcome = 6,
   // Server `value` is gone, as a worker that lost it reported (kBye naming it): pulls and pushes
   // through it cannot finish. Named so, not as that worker's leaving.
   kServerFailed = 7,
 };
 
-enum class CheckpointRefusal : uint32_t {
+enum class CheckpointOutcome : uint32_t {
+  kWritten = 0,      // the file is complete on the server's disk
   kNoDirectory = 1,  // the server was started without a checkpoint directory
   kWriteFailed = 2,  // writing the file failed (its log says why: disk full, permissions...)
   kDiskBehind = 3,   // skipped: the checkpoints before it were still being written (ps/checkpointer.h)
+  // Skipped: checkpoint_keep newer checkpoints of this server wait for another server's file of
+  // their clock (ps/checkpointer.h).
+  kAwaitingServers = 4,
 };
+inline constexpr uint32_t kLastCheckpointOutcome = 4;
 
 struct Imm {
   uint8_t type = 0;

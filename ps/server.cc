@@ -127,6 +127,7 @@ class ServerImpl final : public Server {
   Status onPull(int worker, uint32_t index, uint32_t low);
   Status onInit(int worker, uint32_t index);
   void onCheckpointRequest(int worker, uint32_t low);
+  Status onCheckpointCommitted(int worker, uint32_t low);
   // Fails only when the send queue's thread cannot be started.
   Status onAnnounce(int worker);
   // A worker's wait timed out: tell it afresh whom each of its waiting pulls waits for (a kBlocked
@@ -235,6 +236,10 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
   identity.consistency = options_.consistency.canonical();
 
   const bool checkpoints = !options_.checkpoint_dir.empty();
+  if (checkpoints && options_.checkpoint_keep < 1) {
+    return makeStatus(StatusCode::kInvalidArgument, "server {}: checkpoint_keep {} is not >= 1", server_,
+                      options_.checkpoint_keep);
+  }
   if (checkpoints) POSEIDON_RETURN_IF_ERROR(checkWritableDirectory(options_.checkpoint_dir));
   POSEIDON_RETURN_IF_ERROR(publishCheckpointClocks(store, job_, server_,
                                                    checkpoints && options_.resume
@@ -262,18 +267,25 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
     spdlog::info("server {}: resumed from clock {}", server_, resumed_clock_);
   }
   if (checkpoints) {
-    // A failed write or a skipped checkpoint is told to every worker still here, so the job's log
-    // says a checkpoint is missing where someone looks, not only in this server's.
-    auto tell_workers = [this](uint64_t clock, CheckpointMiss miss, const Status&) {
-      const CheckpointRefusal why =
-          miss == CheckpointMiss::kSkippedBehind ? CheckpointRefusal::kDiskBehind : CheckpointRefusal::kWriteFailed;
+    // Every outcome goes to every worker still here: a written file, so the workers can say which
+    // clock every server has (then older files may go: ps/checkpoint/checkpointer.h); a failed
+    // write or a skipped checkpoint, so the job's log says a checkpoint is missing where someone
+    // looks, not only in this server's.
+    auto tell_workers = [this](uint64_t clock, CheckpointOutcome outcome) {
       for (int w = 0; w < job_.workers; ++w) {
-        if (live(w)) notify(w, ToWorker::kCheckpointRefused, static_cast<uint32_t>(clock), static_cast<uint32_t>(why));
+        if (live(w)) notify(w, ToWorker::kCheckpointOutcome, static_cast<uint32_t>(outcome), clock);
       }
     };
+    CheckpointerHooks hooks;
+    hooks.on_written = [tell_workers](uint64_t clock) { tell_workers(clock, CheckpointOutcome::kWritten); };
+    hooks.on_miss = [tell_workers](uint64_t clock, CheckpointMiss miss, const Status&) {
+      tell_workers(clock, miss == CheckpointMiss::kWriteFailed       ? CheckpointOutcome::kWriteFailed
+                          : miss == CheckpointMiss::kSkippedAwaiting ? CheckpointOutcome::kAwaitingServers
+                                                                     : CheckpointOutcome::kDiskBehind);
+    };
+    hooks.write = options_.checkpoint_writer;
     checkpointer_ = std::make_unique<Checkpointer>(options_.checkpoint_dir, identity, shard_, options_.checkpoint_every,
-                                                   options_.checkpoint_keep, resumed_clock_, tell_workers,
-                                                   options_.checkpoint_writer);
+                                                   options_.checkpoint_keep, resumed_clock_, std::move(hooks));
   }
   auto descriptors = fetchWorkerRegions(store, job_, deadline);
   if (!descriptors) return descriptors.status();
@@ -327,7 +339,8 @@ void ServerImpl::workerLoop(int worker) {
 
 Status ServerImpl::handle(int worker, const Imm& imm) {
   if (imm.chunk >= chunks_.size() && imm.type != static_cast<uint8_t>(ToServer::kCheckpoint) &&
-      imm.type != static_cast<uint8_t>(ToServer::kAnnounce) && imm.type != static_cast<uint8_t>(ToServer::kPing)) {
+      imm.type != static_cast<uint8_t>(ToServer::kAnnounce) && imm.type != static_cast<uint8_t>(ToServer::kPing) &&
+      imm.type != static_cast<uint8_t>(ToServer::kCheckpointCommitted)) {
     return makeStatus(StatusCode::kProtocolError, "worker {} named chunk {} but server {} holds {} chunks", worker,
                       imm.chunk, server_, chunks_.size());
   }
@@ -338,9 +351,10 @@ Status ServerImpl::handle(int worker, const Imm& imm) {
     case ToServer::kCheckpoint: onCheckpointRequest(worker, imm.value); return Status::ok();
     case ToServer::kAnnounce: return onAnnounce(worker);
     case ToServer::kPing: onPing(worker, imm.value); return Status::ok();
+    case ToServer::kCheckpointCommitted: return onCheckpointCommitted(worker, imm.value);
     case ToServer::kBye: break;  // handled by workerLoop
   }
-  return makeStatus(StatusCode::kProtocolError, "worker {} sent immediate type {} (expected 0..6)", worker, imm.type);
+  return makeStatus(StatusCode::kProtocolError, "worker {} sent immediate type {} (expected 0..7)", worker, imm.type);
 }
 
 Status ServerImpl::onPush(int worker, uint32_t index) {
@@ -522,10 +536,28 @@ void ServerImpl::onCheckpointRequest(int worker, uint32_t low) {
   if (!checkpointer_) {
     spdlog::warn("server {}: worker {} asked for a checkpoint but no checkpoint directory is set; told it so", server_,
                  worker);
-    notify(worker, ToWorker::kCheckpointRefused, low, static_cast<uint32_t>(CheckpointRefusal::kNoDirectory));
+    notify(worker, ToWorker::kCheckpointOutcome, static_cast<uint32_t>(CheckpointOutcome::kNoDirectory), low);
     return;
   }
   checkpointer_->request(widenAtLeast(version(), low));
+}
+
+Status ServerImpl::onCheckpointCommitted(int worker, uint32_t low) {
+  if (!checkpointer_) {
+    return makeStatus(StatusCode::kProtocolError,
+                      "worker {} said every server wrote the checkpoint of clock {} (mod {}), but server {} takes none",
+                      worker, low, kImmValueWindow, server_);
+  }
+  // This server wrote that clock, so it is at most its newest file's.
+  const uint64_t clock = widenAtMost(checkpointer_->lastWritten(), low);
+  if (!checkpointer_->commit(clock)) {
+    // Only a worker's mistake gets here; keeping the older files loses nothing.
+    spdlog::warn(
+        "server {}: worker {} said every server wrote the checkpoint of clock {}, which this server has not "
+        "written; its files are kept",
+        server_, worker, clock);
+  }
+  return Status::ok();
 }
 
 Status ServerImpl::onAnnounce(int worker) {

@@ -35,9 +35,8 @@ Status checkBuffers(const CheckpointIdentity& id, const CheckpointData& data) {
 
 // What the writer needs beyond checkBuffers(): anything the reader would refuse is refused here,
 // so a job never writes a checkpoint it cannot load.
-Status checkWrite(const std::string& dir, const CheckpointIdentity& id, const CheckpointData& data, int keep) {
+Status checkWrite(const std::string& dir, const CheckpointIdentity& id, const CheckpointData& data) {
   if (dir.empty()) return makeStatus(StatusCode::kInvalidArgument, "checkpoint directory is empty");
-  if (keep < 1) return makeStatus(StatusCode::kInvalidArgument, "checkpoint keep {} is not >= 1", keep);
   POSEIDON_RETURN_IF_ERROR(checkBuffers(id, data));
   if (data.chunk_steps.size() != id.chunks) {
     return makeStatus(StatusCode::kInvalidArgument, "checkpoint chunk_steps has {} values; the identity has {} chunks",
@@ -65,31 +64,10 @@ Status writeTemporary(const std::string& path, const CheckpointIdentity& id, con
   return writer.finish();
 }
 
-// Only files older than the one just written count against `keep`: a newer one (left by a run
-// that went further before it was restarted from here) is not ours to judge, and the file just
-// written is never removed.
-Status pruneOlder(const std::string& dir, uint32_t server, uint64_t clock, int keep) {
-  std::vector<uint64_t> older = listCheckpoints(dir, server);
-  std::erase_if(older, [clock](uint64_t c) { return c >= clock; });
-  const size_t keep_older = static_cast<size_t>(keep - 1);
-  if (older.size() <= keep_older) return Status::ok();
-  older.resize(older.size() - keep_older);
-  for (const uint64_t c : older) {
-    const std::string path = checkpointPath(dir, server, c);
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      const std::string written = checkpointPath(dir, server, clock);
-      return errnoStatus(StatusCode::kIoError,
-                         fmt::format("checkpoint {} is complete, but removing the older {} failed", written, path));
-    }
-  }
-  return Status::ok();
-}
-
 }  // namespace
 
-Status writeCheckpoint(const std::string& dir, const CheckpointIdentity& identity, const CheckpointData& data,
-                       int keep) {
-  POSEIDON_RETURN_IF_ERROR(checkWrite(dir, identity, data, keep));
+Status writeCheckpoint(const std::string& dir, const CheckpointIdentity& identity, const CheckpointData& data) {
+  POSEIDON_RETURN_IF_ERROR(checkWrite(dir, identity, data));
   POSEIDON_RETURN_IF_ERROR(makeDirectory(dir));
   const std::string temp = checkpointTempPath(dir, identity.server, data.clock);
   const std::string path = checkpointPath(dir, identity.server, data.clock);
@@ -97,8 +75,25 @@ Status writeCheckpoint(const std::string& dir, const CheckpointIdentity& identit
     ::unlink(temp.c_str());  // a partial file only takes space; the previous checkpoint is intact
     return status;
   }
-  POSEIDON_RETURN_IF_ERROR(replaceFile(temp, path, dir));
-  return pruneOlder(dir, identity.server, data.clock, keep);
+  return replaceFile(temp, path, dir);
+}
+
+Status pruneCheckpoints(const std::string& dir, uint32_t server, uint64_t committed, int keep) {
+  if (keep < 1) return makeStatus(StatusCode::kInvalidArgument, "checkpoint keep {} is not >= 1", keep);
+  std::vector<uint64_t> settled = listCheckpoints(dir, server);  // ascending
+  std::erase_if(settled, [committed](uint64_t clock) { return clock > committed; });
+  const size_t kept = static_cast<size_t>(keep);
+  if (settled.size() <= kept) return Status::ok();
+  settled.resize(settled.size() - kept);
+  for (const uint64_t clock : settled) {
+    const std::string path = checkpointPath(dir, server, clock);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return errnoStatus(StatusCode::kIoError, fmt::format("removing checkpoint {} (older than clock {}, which every "
+                                                           "server has written) failed",
+                                                           path, committed));
+    }
+  }
+  return Status::ok();
 }
 
 Status loadCheckpoint(const std::string& dir, const CheckpointIdentity& identity, uint64_t clock,

@@ -47,14 +47,18 @@ struct CheckpointData {
 
 std::string checkpointPath(const std::string& dir, uint32_t server, uint64_t clock);
 
-// Writes atomically (temporary file, fsync, rename, directory fsync), then removes this server's
-// older checkpoints beyond the newest `keep`.
-Status writeCheckpoint(const std::string& dir, const CheckpointIdentity& identity, const CheckpointData& data,
-                       int keep = 2);
+// Writes atomically (temporary file, fsync, rename, directory fsync). Removes nothing: which older
+// files may go depends on the other servers' (pruneCheckpoints).
+Status writeCheckpoint(const std::string& dir, const CheckpointIdentity& identity, const CheckpointData& data);
 
 // What writes a server's checkpoint files: writeCheckpoint, or a caller's own (a test's slow disk).
-using WriteCheckpointFunction = std::function<Status(const std::string& dir, const CheckpointIdentity& identity,
-                                                     const CheckpointData& data, int keep)>;
+using WriteCheckpointFunction =
+    std::function<Status(const std::string& dir, const CheckpointIdentity& identity, const CheckpointData& data)>;
+
+// Removes `server`'s checkpoints of clocks up to `committed` (the newest clock every server has
+// written) but the newest `keep` of them. Newer ones stay: one of them may yet be the next clock
+// every server has, and a resume needs one such clock on every disk.
+Status pruneCheckpoints(const std::string& dir, uint32_t server, uint64_t committed, int keep);
 
 // Loads <dir>/server-<s>.clock-<clock>.ckpt into `data` (spans preallocated by the caller),
 // refusing a file whose identity, sizes or checksum do not match, with a message naming the

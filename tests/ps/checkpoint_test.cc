@@ -199,7 +199,7 @@ TEST_F(Checkpoint, RoundTripIsBitIdenticalForEveryStateWordCount) {
     id.state_words = words;
     Model source(id);
     source.fill(id, words + 1, 100 + words);
-    ASSERT_TRUE(writeCheckpoint(dir.path(), id, source.data, 5).isOk());
+    ASSERT_TRUE(writeCheckpoint(dir.path(), id, source.data).isOk());
     Model loaded(id);
     loaded.poison();
     const auto status = loadCheckpoint(dir.path(), id, 100 + words, loaded.data);
@@ -414,12 +414,12 @@ TEST_F(Checkpoint, BuffersSizedWrongAreInvalidArgument) {
   CheckpointIdentity long_name = id;
   long_name.consistency.assign(4097, 'x');
   expectInvalid(long_name, written.data, "consistency string of 4097 bytes exceeds the limit 4096");
+  EXPECT_TRUE(listCheckpoints(dir.path(), id.server).empty()) << "a refused write left a file";
   for (const int keep : {0, -1}) {
-    const auto status = writeCheckpoint(dir.path(), id, written.data, keep);
+    const auto status = pruneCheckpoints(dir.path(), id.server, 40, keep);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
     EXPECT_TRUE(contains(status, fmt::format("keep {} is not >= 1", keep)));
   }
-  EXPECT_TRUE(listCheckpoints(dir.path(), id.server).empty()) << "a refused write left a file";
 }
 
 TEST_F(Checkpoint, LongestAllowedStringsRoundTrip) {
@@ -503,28 +503,40 @@ TEST_F(Checkpoint, StaleTemporariesOfThisServerAreRemovedOthersKept) {
   EXPECT_EQ(removeStaleTemporaries(dir.path() + "/missing", 1), 0u);
 }
 
-TEST_F(Checkpoint, KeepPrunesOlderFilesOfThisServerOnly) {
+TEST_F(Checkpoint, WritingRemovesNothing) {
+  for (const uint64_t clock : {10, 20, 30}) {
+    written.data.clock = clock;
+    ASSERT_TRUE(writeCheckpoint(dir.path(), id, written.data).isOk());
+  }
+  EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{10, 20, 30}));
+}
+
+TEST_F(Checkpoint, PruningKeepsTheNewestUpToTheCommittedClockOfThisServerOnly) {
   CheckpointIdentity other = id;
   other.server = 2;
   ASSERT_TRUE(writeCheckpoint(dir.path(), other, written.data).isOk());  // clock 40 of server 2
   for (const uint64_t clock : {10, 20, 30, 40}) {
     written.data.clock = clock;
-    ASSERT_TRUE(writeCheckpoint(dir.path(), id, written.data, 2).isOk());
+    ASSERT_TRUE(writeCheckpoint(dir.path(), id, written.data).isOk());
   }
+  ASSERT_TRUE(pruneCheckpoints(dir.path(), 1, 40, 2).isOk());
   EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{30, 40}));
   EXPECT_EQ(listCheckpoints(dir.path(), 2), (std::vector<uint64_t>{40}));
-  written.data.clock = 50;
-  ASSERT_TRUE(writeCheckpoint(dir.path(), id, written.data, 1).isOk());
-  EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{50}));
+  ASSERT_TRUE(pruneCheckpoints(dir.path(), 1, 40, 1).isOk());
+  EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{40}));
 }
 
-TEST_F(Checkpoint, KeepNeverRemovesTheNewFileOrNewerOnes) {
-  // A job restarted from clock 45 after reaching 50: the file it writes is the one to keep.
-  for (const uint64_t clock : {50, 45}) {
+// A file newer than the clock every server has may become that clock: it stays, whatever `keep`.
+TEST_F(Checkpoint, PruningNeverRemovesFilesNewerThanTheCommittedClock) {
+  for (const uint64_t clock : {10, 20, 30, 40, 50}) {
     written.data.clock = clock;
-    ASSERT_TRUE(writeCheckpoint(dir.path(), id, written.data, 1).isOk());
+    ASSERT_TRUE(writeCheckpoint(dir.path(), id, written.data).isOk());
   }
-  EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{45, 50}));
+  ASSERT_TRUE(pruneCheckpoints(dir.path(), 1, 20, 1).isOk());
+  EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{20, 30, 40, 50}));
+  // Nothing committed yet (a fresh job): nothing goes.
+  ASSERT_TRUE(pruneCheckpoints(dir.path(), 1, 0, 1).isOk());
+  EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{20, 30, 40, 50}));
 }
 
 TEST_F(Checkpoint, ALeftoverTemporaryFileFromACrashDoesNotHideThePreviousCheckpoint) {

@@ -1,11 +1,14 @@
 // The checkpointer in front of a disk slower than the checkpoints come: what is due while
 // kMaxSnapshotsAwaitingDisk snapshots wait for the disk is skipped and said (once for all skipped
 // since last said), so memory stays bounded; the first one due after the disk catches up is taken.
+// And its files: none newer than the clock every server has written goes, at most `keep` of them
+// wait, and the older ones go once a newer clock is committed.
 #include "ps/checkpoint/checkpointer.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -25,59 +28,155 @@ struct Miss {
   std::string message;
 };
 
-ps::Shard twoChunks() {
-  ps::Shard shard;
-  for (uint32_t c = 0; c < kChunks; ++c) {
-    shard.chunks.push_back(
-        {c, c * kChunkFloats * sizeof(float), c * kChunkFloats * sizeof(float), kChunkFloats * sizeof(float)});
-  }
-  shard.bytes = kChunks * kChunkFloats * sizeof(float);
-  return shard;
-}
-
-TEST(Checkpointer, WhatFallsDueWhileTheDiskIsBehindIsSkippedAndSaidOnce) {
-  TempDir dir;
-  const ps::Shard shard = twoChunks();
-  ps::CheckpointIdentity identity;
-  identity.chunks = kChunks;
-  identity.elements = kChunks * kChunkFloats;
-  HeldDisk disk;
-  std::mutex misses_mutex;
-  std::vector<Miss> misses;
-  auto on_miss = [&](uint64_t clock, ps::CheckpointMiss why, const Status& status) {
-    std::lock_guard lock(misses_mutex);
-    misses.push_back({clock, why, status.message()});
-  };
-  ps::Checkpointer checkpointer(dir.path(), identity, shard, /*every=*/1, /*keep=*/100, /*start_clock=*/0, on_miss,
-                                disk.writer());
-  std::vector<float> params(kChunkFloats, 1.0f);
-  const std::vector<uint64_t> applied(identity.workers, 0);
-  auto reach = [&](uint64_t version) {
+// A server of two chunks and what its checkpointer told it.
+class Checkpointer : public ::testing::Test {
+ protected:
+  Checkpointer() {
     for (uint32_t c = 0; c < kChunks; ++c) {
-      checkpointer.onVersion(c, version, version, applied, params.data(), nullptr, nullptr);
+      shard.chunks.push_back(
+          {c, c * kChunkFloats * sizeof(float), c * kChunkFloats * sizeof(float), kChunkFloats * sizeof(float)});
     }
-  };
+    shard.bytes = kChunks * kChunkFloats * sizeof(float);
+    identity.chunks = kChunks;
+    identity.elements = kChunks * kChunkFloats;
+  }
+
+  // Hooks that record what is told; `write` as given.
+  ps::CheckpointerHooks recording(ps::WriteCheckpointFunction write = {}) {
+    ps::CheckpointerHooks hooks;
+    hooks.on_written = [this](uint64_t clock) {
+      std::lock_guard lock(mutex);
+      told_written.push_back(clock);
+    };
+    hooks.on_miss = [this](uint64_t clock, ps::CheckpointMiss why, const Status& status) {
+      std::lock_guard lock(mutex);
+      misses.push_back({clock, why, status.message()});
+    };
+    hooks.write = std::move(write);
+    return hooks;
+  }
+
+  void start(int keep, uint64_t start_clock, ps::CheckpointerHooks hooks) {
+    checkpointer = std::make_unique<ps::Checkpointer>(dir.path(), identity, shard, /*every=*/1, keep, start_clock,
+                                                      std::move(hooks));
+  }
+
+  // Every chunk reaches `version`.
+  void reach(uint64_t version) {
+    for (uint32_t c = 0; c < kChunks; ++c) {
+      checkpointer->onVersion(c, version, version, applied, params.data(), nullptr, nullptr);
+    }
+  }
+
+  std::vector<uint64_t> files() const { return ps::listCheckpoints(dir.path(), identity.server); }
+
+  std::vector<Miss> missesSoFar() {
+    std::lock_guard lock(mutex);
+    return misses;
+  }
+
+  std::vector<uint64_t> toldWritten() {
+    std::lock_guard lock(mutex);
+    return told_written;
+  }
+
+  TempDir dir;
+  ps::Shard shard;
+  ps::CheckpointIdentity identity;
+  std::vector<float> params = std::vector<float>(kChunkFloats, 1.0f);
+  std::vector<uint64_t> applied = std::vector<uint64_t>(1, 0);  // identity.workers
+  std::mutex mutex;
+  std::vector<uint64_t> told_written;
+  std::vector<Miss> misses;
+  std::unique_ptr<ps::Checkpointer> checkpointer;
+};
+
+TEST_F(Checkpointer, WhatFallsDueWhileTheDiskIsBehindIsSkippedAndSaidOnce) {
+  HeldDisk disk;
+  start(/*keep=*/100, /*start_clock=*/0, recording(disk.writer()));
   // Clock 1 goes to the disk, 2 waits for it: that is kMaxSnapshotsAwaitingDisk. 3 to 6 find the
   // disk behind.
   static_assert(ps::kMaxSnapshotsAwaitingDisk == 2);
   for (uint64_t version = 1; version <= 6; ++version) reach(version);
   disk.open();
-  ASSERT_TRUE(checkpointer.flush().isOk());
+  ASSERT_TRUE(checkpointer->flush().isOk());
   EXPECT_EQ(disk.written(), (std::vector<uint64_t>{1, 2}));
-  {
-    std::lock_guard lock(misses_mutex);
-    ASSERT_EQ(misses.size(), 1u);
-    EXPECT_EQ(misses[0].clock, 6u);
-    EXPECT_EQ(misses[0].why, ps::CheckpointMiss::kSkippedBehind);
-    EXPECT_NE(misses[0].message.find("4 checkpoint(s) skipped, the newest at clock 6"), std::string::npos)
-        << misses[0].message;
-  }
+  std::vector<Miss> said = missesSoFar();
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(said[0].clock, 6u);
+  EXPECT_EQ(said[0].why, ps::CheckpointMiss::kSkippedBehind);
+  EXPECT_NE(said[0].message.find("4 checkpoint(s) skipped, the newest at clock 6"), std::string::npos)
+      << said[0].message;
   // Caught up: the next one due is taken.
   reach(7);
-  ASSERT_TRUE(checkpointer.flush().isOk());
+  ASSERT_TRUE(checkpointer->flush().isOk());
   EXPECT_EQ(disk.written(), (std::vector<uint64_t>{1, 2, 7}));
-  std::lock_guard lock(misses_mutex);
-  EXPECT_EQ(misses.size(), 1u);
+  EXPECT_EQ(missesSoFar().size(), 1u);
+}
+
+TEST_F(Checkpointer, FilesWaitingForTheOtherServersStayAndAtMostKeepOfThemWait) {
+  start(/*keep=*/2, /*start_clock=*/0, recording());
+  // One clock at a time, each written (or its skip said) before the next falls due.
+  auto step = [&](uint64_t version) {
+    reach(version);
+    ASSERT_TRUE(checkpointer->flush().isOk());
+  };
+
+  // Nothing committed: 1 and 2 wait for the other servers, so 3 and 4 are skipped, each said.
+  for (uint64_t version = 1; version <= 4; ++version) step(version);
+  EXPECT_EQ(files(), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(toldWritten(), (std::vector<uint64_t>{1, 2}));
+  std::vector<Miss> said = missesSoFar();
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_EQ(said[0].clock, 3u);
+  EXPECT_EQ(said[0].why, ps::CheckpointMiss::kSkippedAwaiting);
+  EXPECT_NE(said[0].message.find("1 checkpoint(s) skipped, the newest at clock 3: the 2 newer than clock 0"),
+            std::string::npos)
+      << said[0].message;
+  EXPECT_EQ(said[1].clock, 4u);
+
+  // Every server has 1: 2 alone waits, so 5 is taken; 6 is not.
+  EXPECT_TRUE(checkpointer->commit(1));
+  step(5);
+  step(6);
+  EXPECT_EQ(files(), (std::vector<uint64_t>{1, 2, 5}));
+
+  // Every server has 5: 1 is older than the newest 2 up to it; 7 and 8 are taken.
+  EXPECT_TRUE(checkpointer->commit(5));
+  ASSERT_TRUE(checkpointer->flush().isOk());
+  EXPECT_EQ(files(), (std::vector<uint64_t>{2, 5}));
+  step(7);
+  step(8);
+  EXPECT_EQ(files(), (std::vector<uint64_t>{2, 5, 7, 8}));
+
+  // A clock already passed changes nothing; one this server never wrote is refused.
+  EXPECT_TRUE(checkpointer->commit(2));
+  EXPECT_FALSE(checkpointer->commit(6));
+  EXPECT_FALSE(checkpointer->commit(9));
+  EXPECT_TRUE(checkpointer->commit(8));
+  ASSERT_TRUE(checkpointer->flush().isOk());
+  EXPECT_EQ(files(), (std::vector<uint64_t>{7, 8}));
+  EXPECT_EQ(toldWritten(), (std::vector<uint64_t>{1, 2, 5, 7, 8}));
+  EXPECT_EQ(missesSoFar().size(), 3u);  // 3, 4, then 6
+}
+
+// A resumed job's clock is on every disk: it counts as committed from the start, and the files
+// up to it beyond `keep` go with the first prune.
+TEST_F(Checkpointer, TheResumedClockIsCommittedFromTheStart) {
+  std::vector<float> shard_params(identity.elements, 1.0f);
+  ps::CheckpointData data;
+  data.chunk_steps.assign(kChunks, 0);
+  data.applied.assign(kChunks * identity.workers, 0);
+  data.params = shard_params;
+  for (const uint64_t clock : {3, 6, 9}) {
+    data.clock = clock;
+    ASSERT_TRUE(ps::writeCheckpoint(dir.path(), identity, data).isOk());
+  }
+  start(/*keep=*/1, /*start_clock=*/9, recording());
+  reach(10);
+  ASSERT_TRUE(checkpointer->flush().isOk());
+  EXPECT_EQ(files(), (std::vector<uint64_t>{9, 10}));
+  EXPECT_EQ(toldWritten(), (std::vector<uint64_t>{10}));
 }
 
 }  // namespace

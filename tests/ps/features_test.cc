@@ -1,15 +1,18 @@
 // Parameter-server features beyond BSP: Downpour's n_push accumulation (bit-exact against a local
 // loop), checkpoints on request, a resume under a different optimizer or without a clock common
-// to every server refused by name, and checkpoints a slow disk made the server skip.
+// to every server refused by name, checkpoints a slow disk made the server skip, and a clock in
+// common that a lagging server's disk leaves all the same.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <iterator>
 #include <thread>
 
 #include "ps/checkpoint/checkpoint.h"
@@ -91,9 +94,9 @@ ClusterSpec checkpointingEveryClock(const TempDir& dir, int servers) {
   return spec;
 }
 
-// Each server prunes its own files, so one whose disk lagged the others by `checkpoint_keep`
-// checkpoints can be left with none of a clock the others have. A resume then fails on every
-// rank naming what each server has, instead of starting over from clock 0.
+// Files of no clock every server has (removed by hand here; servers that pruned each by its own
+// files left such sets when one's disk lagged): a resume fails on every rank naming what each
+// server has, instead of starting over from clock 0.
 TEST(PsFeatures, AResumeWithNoClockCommonToEveryServerFailsOnEveryRankNamingTheClocks) {
   TempDir dir;
   ClusterSpec spec = checkpointingEveryClock(dir, 2);
@@ -189,6 +192,55 @@ TEST(PsFeatures, CheckpointsSkippedWhileTheDiskIsBehindAreToldToTheWorkersOnce) 
   EXPECT_NE(refusal.message().find("still writing the checkpoints before it, so it skipped this one"),
             std::string::npos)
       << refusal.message();
+}
+
+// Servers skip different checkpoints (each is behind on its own disk), so none removes a file
+// newer than the newest clock every server has written: a server whose disk lagged still leaves
+// the job a clock to resume from. Here server 1's disk holds its first file until training is
+// over, and server 0's is quick; keeping each server's newest file alone left none in common.
+TEST(PsFeatures, AServerWhoseDiskLaggedStillLeavesEveryServerAClockToResumeFrom) {
+  constexpr uint64_t kClocks = 12;
+  TempDir dir;
+  HeldDisk slow(/*write_files=*/true);
+  ClusterSpec spec = checkpointingEveryClock(dir, 2);
+  spec.server.checkpoint_keep = 1;
+  spec.server.checkpoint_writer = [&slow, slow_writer = slow.writer()](const std::string& path,
+                                                                       const ps::CheckpointIdentity& identity,
+                                                                       const ps::CheckpointData& data) {
+    return identity.server == 1 ? slow_writer(path, identity, data) : ps::writeCheckpoint(path, identity, data);
+  };
+  spec.train = [&](ps::Client& client, int worker) -> Status {
+    const Deadline deadline = Deadline::after(spec.deadline);
+    POSEIDON_RETURN_IF_ERROR(trainWorker(client, {worker, kClocks, 5, false}, deadline));
+    if (worker == 0) slow.open();
+    return client.finish(deadline);
+  };
+  const ClusterRun run = runCluster(spec);
+  for (int s = 0; s < 2; ++s) ASSERT_TRUE(run.server_status[s].isOk()) << run.server_status[s].toString();
+  for (int w = 0; w < 2; ++w) ASSERT_TRUE(run.worker_status[w].isOk()) << run.worker_status[w].toString();
+  const std::string& checkpoints = spec.server.checkpoint_dir;
+  const std::vector<uint64_t> server0 = ps::listCheckpoints(checkpoints, 0);
+  const std::vector<uint64_t> server1 = ps::listCheckpoints(checkpoints, 1);
+  std::vector<uint64_t> common;
+  std::set_intersection(server0.begin(), server0.end(), server1.begin(), server1.end(), std::back_inserter(common));
+  ASSERT_FALSE(common.empty()) << fmt::format("server 0 has {}, server 1 has {}", fmt::join(server0, ","),
+                                              fmt::join(server1, ","));
+  // Server 0 waited with one file (checkpoint_keep) for server 1 instead of writing every clock.
+  EXPECT_LE(server0.size(), 2u) << fmt::format("{}", fmt::join(server0, ","));
+
+  // The resumed job (BSP) ends with the bits of one that never stopped.
+  spec.server.resume = true;
+  spec.server.checkpoint_writer = {};
+  std::atomic<uint64_t> resumed_at{0};
+  spec.train = [&](ps::Client& client, int worker) {
+    if (worker == 0) resumed_at = client.startClock();
+    return trainWorker(client, {worker, kClocks, 5, true}, Deadline::after(spec.deadline));
+  };
+  const ClusterRun resumed = runCluster(spec);
+  for (int w = 0; w < 2; ++w) ASSERT_TRUE(resumed.worker_status[w].isOk()) << resumed.worker_status[w].toString();
+  EXPECT_EQ(resumed_at.load(), common.back());
+  const std::vector<float> expected = referenceTraining(spec.server.optimizer, spec.workers, kClocks);
+  for (int w = 0; w < 2; ++w) EXPECT_TRUE(sameBits(resumed.worker_params[w], expected)) << "worker " << w;
 }
 
 // Layers that share a chunk, each pulled before the next one pushed: the chunk's pull must wait

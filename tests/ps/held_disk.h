@@ -1,5 +1,6 @@
 // A checkpoint disk that writes nothing until opened and notes each file asked of it: a disk
-// slower than the checkpoints come, held as long as a test needs.
+// slower than the checkpoints come, held as long as a test needs. Once open it writes the files
+// (ps::writeCheckpoint) if asked to, else only notes them.
 #pragma once
 
 #include <condition_variable>
@@ -14,13 +15,16 @@ namespace poseidon::testing {
 
 class HeldDisk {
  public:
+  explicit HeldDisk(bool write_files = false) : write_files_(write_files) {}
+
   // Valid while this object lives.
   ps::WriteCheckpointFunction writer() {
-    return [this](const std::string&, const ps::CheckpointIdentity&, const ps::CheckpointData& data, int) {
+    return [this](const std::string& dir, const ps::CheckpointIdentity& identity, const ps::CheckpointData& data) {
       std::unique_lock lock(mutex_);
       cv_.wait(lock, [&] { return open_; });
       written_.push_back(data.clock);
-      return Status::ok();
+      lock.unlock();
+      return write_files_ ? ps::writeCheckpoint(dir, identity, data) : Status::ok();
     };
   }
   void open() {
@@ -35,6 +39,7 @@ class HeldDisk {
   }
 
  private:
+  const bool write_files_;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool open_ = false;

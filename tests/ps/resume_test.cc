@@ -40,8 +40,8 @@ TEST(ResumeClock, IsZeroWhenNoServerHasACheckpoint) {
   EXPECT_EQ(*clock, 0u);
 }
 
-// A server whose disk lagged `checkpoint_keep` checkpoints behind the other's: each kept its own
-// newest files, and none is of a clock both have.
+// Files no clock of which both servers have (removed by hand, or pruned by each server alone as
+// before the servers agreed on a committed clock).
 TEST(ResumeClock, CheckpointsWithNoClockInCommonFailNamingWhatEachServerHas) {
   auto clock = agreeOn({{18, 19, 20}, {15, 16, 17}});
   ASSERT_FALSE(clock) << "resumed from clock " << *clock;

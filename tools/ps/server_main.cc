@@ -36,7 +36,9 @@ void addServerOptions(CLI::App& app, ServerCommandLine& c) {
   app.add_option("--checkpoint-dir", c.checkpoint_dir, "Write checkpoints into DIR (default: none)")->type_name("DIR");
   app.add_option("--checkpoint-every", c.checkpoint_every, "Checkpoint every N clocks (default 0: only on request)")
       ->type_name("N");
-  app.add_option("--checkpoint-keep", c.checkpoint_keep, "Keep the newest N checkpoints (default 2)")
+  app.add_option("--checkpoint-keep", c.checkpoint_keep,
+                 "Keep the newest N checkpoints every server has written, and at most N newer ones that wait "
+                 "for the other servers' files of their clock (default 2)")
       ->type_name("N")
       ->check(readableRange(1, 1'000'000));
   auto* resume = app.add_flag("--resume", c.resume,
