@@ -129,8 +129,8 @@ void Checkpointer::reportSkippedLocked(std::unique_lock<std::mutex>& lock, std::
                 "the next one due after it catches up is taken)",
                 dir_)
           : fmt::format(
-                "{} newer than clock {}, the newest every server has written, wait for another server to write "
-                "its file of their clock (checkpoint_keep {}; a server's disk is behind or failing, its log "
+                "{} newer than clock {} (the newest every server has written; 0: none yet) wait for another "
+                "server's file of their clock (checkpoint_keep {}; a server's disk is behind or failing, its log "
                 "says which)",
                 keep_ == 1 ? "the one" : fmt::format("the {}", keep_), committed, keep_);
   const Status skipped = makeStatus(StatusCode::kUnavailable, "{} checkpoint(s) skipped, the newest at clock {}: {}",
