@@ -1,7 +1,9 @@
 // A CSV file of per-iteration figures (iteration, seconds since start, loss, accuracy, images/s,
 // bytes per scheme, ...): the columns declared once and written as the header line, then one row
-// per append(), each written whole with one write(2) straight to the file, so a run killed at any
-// moment leaves a valid CSV of the rows before (tools/plot-training reads it).
+// per append(), each with one write(2) straight to the file. A run killed at any moment leaves
+// every row before whole; the one being written may be cut short (Linux copies a write page by
+// page and stops at a kill between pages), and never ends in a line break then, so readers drop
+// an unterminated last line (tools/plot-training does).
 #pragma once
 
 #include <span>

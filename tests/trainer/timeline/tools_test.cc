@@ -46,6 +46,20 @@ TEST(PlotTraining, WritesAPng) {
   EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
 }
 
+// A run killed mid-row leaves that row cut short (trainer/timeline/csv_log.h): the rows before
+// are plotted, and the cut one is dropped, saying so.
+TEST(PlotTraining, AKilledRunsCutLastRowIsDropped) {
+  if (!haveMatplotlib()) GTEST_SKIP() << "matplotlib missing for " << kPython << " (apt install python3-matplotlib)";
+  TempDir dir;
+  const std::string run = dir.path() + "/run.csv", png = dir.path() + "/run.png";
+  writeRun(run);
+  std::ofstream(run, std::ios::app) << "50,2.5,0.1";
+  const auto result = run_process({kPython, kPlot, run, "-o", png}, std::chrono::seconds(60));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("dropped a last row cut short"), std::string::npos) << result.output;
+  EXPECT_GT(read_file(png).size(), 1000u);
+}
+
 TEST(PlotTraining, MalformedCsvNamesFileLineAndColumn) {
   if (!haveMatplotlib()) GTEST_SKIP() << "matplotlib missing for " << kPython << " (apt install python3-matplotlib)";
   TempDir dir;
