@@ -13,6 +13,7 @@
 
 #include "common/deadline_wait.h"
 #include "ps/checkpoint/checkpoint_commits.h"
+#include "ps/checkpoint/checkpoint_notice.h"
 #include "ps/checkpoint/resume.h"
 #include "ps/held_chunks.h"
 #include "ps/imm_code.h"
@@ -153,10 +154,13 @@ class ClientImpl final : public Client {
   void sendPullLocked(uint32_t chunk);
   void flushPullsLocked(uint32_t chunk);
   void signal(int server, ToServer type, uint32_t chunk, uint64_t value);
+  void signalImm(int server, uint32_t imm);
   void failAllLocked(const Status& status);
   // Until no pull this worker sent awaits its answer (or the first failure, or the deadline).
   Status waitForSentPulls(Deadline deadline);
   Status onCheckpointOutcomeLocked(int server, const Imm& imm);
+  // Tells every server what all of them did with a checkpoint clock (ps/checkpoint/checkpoint_commits.h).
+  void settleLocked(CheckpointSettled what, uint64_t clock);
   // Pings `servers` and returns those that did not answer within kPingWait (the lock is released
   // while the pings go out and while waiting).
   std::vector<int> unansweredPingsLocked(std::unique_lock<std::mutex>& lock, const std::vector<int>& servers);
@@ -471,9 +475,12 @@ void ClientImpl::flushPullsLocked(uint32_t c) {
 }
 
 void ClientImpl::signal(int server, ToServer type, uint32_t chunk, uint64_t value) {
+  signalImm(server, encodeImm(static_cast<uint8_t>(type), chunk, value));
+}
+
+void ClientImpl::signalImm(int server, uint32_t imm) {
   (void)context_.pair(job_.serverRank(server))
-      .write(*params_region_, 0, servers_[static_cast<size_t>(server)].params, 0, 0,
-             encodeImm(static_cast<uint8_t>(type), chunk, value));
+      .write(*params_region_, 0, servers_[static_cast<size_t>(server)].params, 0, 0, imm);
 }
 
 void ClientImpl::serverLoop(int server) {
@@ -686,15 +693,30 @@ uint64_t ClientImpl::version(size_t layer) const {
 }
 
 Status ClientImpl::onCheckpointOutcomeLocked(int server, const Imm& imm) {
+  const CheckpointNotice notice = decodeCheckpointNotice(imm, kOutcomeCodeBits);
+  if (notice.code > kLastCheckpointOutcome) {
+    return makeStatus(StatusCode::kProtocolError, "told checkpoint outcome {} (expected 0 to {})", notice.code,
+                      kLastCheckpointOutcome);
+  }
+  const auto outcome = static_cast<CheckpointOutcome>(notice.code);
+  std::string clock;
+  if (outcome == CheckpointOutcome::kNoDirectory) {
+    // The answer to this worker's request: its low bits only, and no checkpointer behind it.
+    clock = fmt::format("asked at clock {} mod {}", notice.clock_low & kImmValueMask, kImmValueWindow);
+  } else {
+    const CheckpointCommits::Heard heard = checkpoint_commits_.onOutcome(
+        server, notice.clock_low, noticeClockBits(kOutcomeCodeBits), outcome == CheckpointOutcome::kWritten);
+    // Said to every server, in this order (a commit before the passing that would drop it). Once
+    // this worker said goodbye the servers no longer read from it; the others still say it.
+    if (!saying_bye_.load()) {
+      if (heard.committed) settleLocked(CheckpointSettled::kCommitted, *heard.committed);
+      if (heard.passed_by_all) settleLocked(CheckpointSettled::kPassedByAll, *heard.passed_by_all);
+    }
+    if (outcome == CheckpointOutcome::kWritten) return Status::ok();
+    clock = fmt::format("clock {}", heard.clock);
+  }
   std::string why;
-  switch (static_cast<CheckpointOutcome>(imm.chunk)) {
-    case CheckpointOutcome::kWritten:
-      if (const std::optional<uint64_t> committed = checkpoint_commits_.onWritten(server, imm.value)) {
-        // Once this worker said goodbye the servers no longer read from it; the others still say it.
-        if (saying_bye_.load()) return Status::ok();
-        for (int s = 0; s < job_.servers; ++s) signal(s, ToServer::kCheckpointCommitted, 0, *committed);
-      }
-      return Status::ok();
+  switch (outcome) {
     case CheckpointOutcome::kNoDirectory:
       why = "it has no checkpoint directory (start it with one: --checkpoint-dir)";
       break;
@@ -708,19 +730,23 @@ Status ClientImpl::onCheckpointOutcomeLocked(int server, const Imm& imm) {
       break;
     case CheckpointOutcome::kAwaitingServers:
       why =
-          "it holds checkpoint_keep newer checkpoints whose clocks another server has not written yet, so it skipped "
-          "this one (and any others since it last said so) to bound its disk; that server's disk is behind or "
-          "failing (the servers' logs say which)";
+          "it holds checkpoint_keep checkpoints that not every server has passed yet, so it skipped this one (and "
+          "any others since it last said so) to bound its disk; another server's disk is behind or failing (the "
+          "servers' logs say which): raise checkpoint_keep or checkpoint less often";
       break;
-    default:
-      return makeStatus(StatusCode::kProtocolError, "told checkpoint outcome {} (expected 0 to {})", imm.chunk,
-                        kLastCheckpointOutcome);
+    case CheckpointOutcome::kWritten: break;
   }
-  Status refusal = makeStatus(StatusCode::kUnavailable, "server {} (rank {}) did not checkpoint (clock {} mod {}): {}",
-                              server, job_.serverRank(server), imm.value, kImmValueWindow, why);
+  Status refusal = makeStatus(StatusCode::kUnavailable, "server {} (rank {}) did not checkpoint ({}): {}", server,
+                              job_.serverRank(server), clock, why);
   spdlog::warn("{}", refusal.message());
   if (checkpoint_refusal_.isOk()) checkpoint_refusal_ = std::move(refusal);
   return Status::ok();
+}
+
+void ClientImpl::settleLocked(CheckpointSettled what, uint64_t clock) {
+  const uint32_t imm = encodeCheckpointNotice(static_cast<uint8_t>(ToServer::kCheckpointSettled),
+                                              static_cast<uint32_t>(what), kSettledCodeBits, clock);
+  for (int server = 0; server < job_.servers; ++server) signalImm(server, imm);
 }
 
 Status ClientImpl::requestCheckpoint(uint64_t clock) {

@@ -35,9 +35,10 @@ enum class ToServer : uint8_t {
   // its parameters nearest the input first.
   kAnnounce = 5,
   kPing = 6,  // answer kPong with this value: is the server alive (a worker's wait timed out)
-  // Every server has written its checkpoint of clock value (widened): older ones may go
-  // (ps/checkpoint/checkpointer.h). Any worker may say it; each says it once per clock.
-  kCheckpointCommitted = 7,
+  // What every server has done with a checkpoint clock (ps/checkpoint/checkpoint_notice.h: a
+  // CheckpointSettled and the clock): which files may go (ps/checkpoint/checkpointer.h). Any
+  // worker may say it; each says it once per clock.
+  kCheckpointSettled = 7,
 };
 
 // Server -> worker.
@@ -50,24 +51,13 @@ enum class ToWorker : uint8_t {
   // and this one has not, so the aggregation waits for it.
   kAwaited = 4,
   kPong = 5,  // the answer to kPing, with its value
-  // What became of the checkpoint of clock value (widened): chunk is a CheckpointOutcome. A
-  // written one goes to every worker, which says kCheckpointCommitted once every server wrote it.
+  // What became of a checkpoint clock (ps/checkpoint/checkpoint_notice.h: a CheckpointOutcome
+  // and the clock). Every outcome goes to every worker, which says kCheckpointSettled.
   kCheckpointOutcome = 6,
   // Server `value` is gone, as a worker that lost it reported (kBye naming it): pulls and pushes
   // through it cannot finish. Named so, not as that worker's leaving.
   kServerFailed = 7,
 };
-
-enum class CheckpointOutcome : uint32_t {
-  kWritten = 0,      // the file is complete on the server's disk
-  kNoDirectory = 1,  // the server was started without a checkpoint directory
-  kWriteFailed = 2,  // writing the file failed (its log says why: disk full, permissions...)
-  kDiskBehind = 3,   // skipped: the checkpoints before it were still being written (ps/checkpointer.h)
-  // Skipped: checkpoint_keep newer checkpoints of this server wait for another server's file of
-  // their clock (ps/checkpointer.h).
-  kAwaitingServers = 4,
-};
-inline constexpr uint32_t kLastCheckpointOutcome = 4;
 
 struct Imm {
   uint8_t type = 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/chunk_update.h"
+#include "ps/checkpoint/checkpoint_notice.h"
 #include "ps/checkpoint/checkpointer.h"
 #include "ps/checkpoint/durable_file.h"
 #include "ps/checkpoint/resume.h"
@@ -127,7 +128,7 @@ class ServerImpl final : public Server {
   Status onPull(int worker, uint32_t index, uint32_t low);
   Status onInit(int worker, uint32_t index);
   void onCheckpointRequest(int worker, uint32_t low);
-  Status onCheckpointCommitted(int worker, uint32_t low);
+  Status onCheckpointSettled(int worker, const Imm& imm);
   // Fails only when the send queue's thread cannot be started.
   Status onAnnounce(int worker);
   // A worker's wait timed out: tell it afresh whom each of its waiting pulls waits for (a kBlocked
@@ -152,6 +153,7 @@ class ServerImpl final : public Server {
   void sendParamsLocked(uint32_t index, ChunkState& chunk, int worker);
   RequestPtr writeParamsLocked(uint32_t index, ChunkState& chunk, int worker);
   void notify(int worker, ToWorker type, uint32_t chunk, uint64_t value);
+  void notifyImm(int worker, uint32_t imm);
   int blockerLocked(const ChunkState& chunk, uint64_t min_version) const;
   const float* slot(int worker, uint32_t index) const {
     return slots_.data() + static_cast<size_t>(worker) * (shard_.bytes / sizeof(float)) +
@@ -272,8 +274,10 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
     // write or a skipped checkpoint, so the job's log says a checkpoint is missing where someone
     // looks, not only in this server's.
     auto tell_workers = [this](uint64_t clock, CheckpointOutcome outcome) {
+      const uint32_t imm = encodeCheckpointNotice(static_cast<uint8_t>(ToWorker::kCheckpointOutcome),
+                                                  static_cast<uint32_t>(outcome), kOutcomeCodeBits, clock);
       for (int w = 0; w < job_.workers; ++w) {
-        if (live(w)) notify(w, ToWorker::kCheckpointOutcome, static_cast<uint32_t>(outcome), clock);
+        if (live(w)) notifyImm(w, imm);
       }
     };
     CheckpointerHooks hooks;
@@ -340,7 +344,7 @@ void ServerImpl::workerLoop(int worker) {
 Status ServerImpl::handle(int worker, const Imm& imm) {
   if (imm.chunk >= chunks_.size() && imm.type != static_cast<uint8_t>(ToServer::kCheckpoint) &&
       imm.type != static_cast<uint8_t>(ToServer::kAnnounce) && imm.type != static_cast<uint8_t>(ToServer::kPing) &&
-      imm.type != static_cast<uint8_t>(ToServer::kCheckpointCommitted)) {
+      imm.type != static_cast<uint8_t>(ToServer::kCheckpointSettled)) {
     return makeStatus(StatusCode::kProtocolError, "worker {} named chunk {} but server {} holds {} chunks", worker,
                       imm.chunk, server_, chunks_.size());
   }
@@ -351,7 +355,7 @@ Status ServerImpl::handle(int worker, const Imm& imm) {
     case ToServer::kCheckpoint: onCheckpointRequest(worker, imm.value); return Status::ok();
     case ToServer::kAnnounce: return onAnnounce(worker);
     case ToServer::kPing: onPing(worker, imm.value); return Status::ok();
-    case ToServer::kCheckpointCommitted: return onCheckpointCommitted(worker, imm.value);
+    case ToServer::kCheckpointSettled: return onCheckpointSettled(worker, imm);
     case ToServer::kBye: break;  // handled by workerLoop
   }
   return makeStatus(StatusCode::kProtocolError, "worker {} sent immediate type {} (expected 0..7)", worker, imm.type);
@@ -536,26 +540,29 @@ void ServerImpl::onCheckpointRequest(int worker, uint32_t low) {
   if (!checkpointer_) {
     spdlog::warn("server {}: worker {} asked for a checkpoint but no checkpoint directory is set; told it so", server_,
                  worker);
-    notify(worker, ToWorker::kCheckpointOutcome, static_cast<uint32_t>(CheckpointOutcome::kNoDirectory), low);
+    notifyImm(worker,
+              encodeCheckpointNotice(static_cast<uint8_t>(ToWorker::kCheckpointOutcome),
+                                     static_cast<uint32_t>(CheckpointOutcome::kNoDirectory), kOutcomeCodeBits, low));
     return;
   }
   checkpointer_->request(widenAtLeast(version(), low));
 }
 
-Status ServerImpl::onCheckpointCommitted(int worker, uint32_t low) {
+Status ServerImpl::onCheckpointSettled(int worker, const Imm& imm) {
+  const CheckpointNotice notice = decodeCheckpointNotice(imm, kSettledCodeBits);
+  const uint32_t bits = noticeClockBits(kSettledCodeBits);
   if (!checkpointer_) {
     return makeStatus(StatusCode::kProtocolError,
-                      "worker {} said every server wrote the checkpoint of clock {} (mod {}), but server {} takes none",
-                      worker, low, kImmValueWindow, server_);
+                      "worker {} told what every server did with checkpoint clock {} (mod 2^{}), but server {} takes "
+                      "no checkpoints",
+                      worker, notice.clock_low, bits, server_);
   }
-  // This server wrote that clock, so it is at most its newest file's.
-  const uint64_t clock = widenAtMost(checkpointer_->lastWritten(), low);
-  if (!checkpointer_->commit(clock)) {
-    // Only a worker's mistake gets here; keeping the older files loses nothing.
-    spdlog::warn(
-        "server {}: worker {} said every server wrote the checkpoint of clock {}, which this server has not "
-        "written; its files are kept",
-        server_, worker, clock);
+  // Words this server cannot place (another worker's older word, a clock it has no file of) change
+  // nothing: its files are kept.
+  if (notice.code == static_cast<uint32_t>(CheckpointSettled::kCommitted)) {
+    (void)checkpointer_->commit(notice.clock_low, bits);
+  } else {
+    (void)checkpointer_->passedByAll(notice.clock_low, bits);
   }
   return Status::ok();
 }
@@ -600,10 +607,13 @@ RequestPtr ServerImpl::writeParamsLocked(uint32_t index, ChunkState& chunk, int 
 }
 
 void ServerImpl::notify(int worker, ToWorker type, uint32_t chunk, uint64_t value) {
+  notifyImm(worker, encodeImm(static_cast<uint8_t>(type), chunk, value));
+}
+
+void ServerImpl::notifyImm(int worker, uint32_t imm) {
   // An empty write: only the immediate travels. A failure shows up in that worker's thread.
   (void)context_.pair(job_.workerRank(worker))
-      .write(*params_region_, 0, worker_params_[static_cast<size_t>(worker)], 0, 0,
-             encodeImm(static_cast<uint8_t>(type), chunk, value));
+      .write(*params_region_, 0, worker_params_[static_cast<size_t>(worker)], 0, 0, imm);
 }
 
 void ServerImpl::onWorkerGone(int worker, const Status& why) {

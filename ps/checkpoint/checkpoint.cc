@@ -78,22 +78,35 @@ Status writeCheckpoint(const std::string& dir, const CheckpointIdentity& identit
   return replaceFile(temp, path, dir);
 }
 
-Status pruneCheckpoints(const std::string& dir, uint32_t server, uint64_t committed, int keep) {
+Status pruneCheckpoints(const std::string& dir, uint32_t server, uint64_t committed, uint64_t passed_by_all, int keep) {
   if (keep < 1) return makeStatus(StatusCode::kInvalidArgument, "checkpoint keep {} is not >= 1", keep);
   std::vector<uint64_t> settled = listCheckpoints(dir, server);  // ascending
-  std::erase_if(settled, [committed](uint64_t clock) { return clock > committed; });
-  const size_t kept = static_cast<size_t>(keep);
-  if (settled.size() <= kept) return Status::ok();
-  settled.resize(settled.size() - kept);
-  for (const uint64_t clock : settled) {
+  std::vector<uint64_t> doomed;
+  size_t committed_kept = 0;
+  for (auto clock = settled.rbegin(); clock != settled.rend(); ++clock) {
+    if (*clock > committed && *clock <= passed_by_all) {
+      doomed.push_back(*clock);  // not on every disk, and never will be
+    } else if (*clock <= committed && ++committed_kept > static_cast<size_t>(keep)) {
+      doomed.push_back(*clock);
+    }
+  }
+  for (const uint64_t clock : doomed) {
     const std::string path = checkpointPath(dir, server, clock);
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return errnoStatus(StatusCode::kIoError, fmt::format("removing checkpoint {} (older than clock {}, which every "
-                                                           "server has written) failed",
-                                                           path, committed));
+      return errnoStatus(StatusCode::kIoError,
+                         fmt::format("removing checkpoint {} (clock {} is the newest every server has written) failed",
+                                     path, committed));
     }
   }
   return Status::ok();
+}
+
+size_t removeCheckpointsAfter(const std::string& dir, uint32_t server, uint64_t clock) {
+  size_t removed = 0;
+  for (const uint64_t later : listCheckpoints(dir, server)) {
+    if (later > clock && ::unlink(checkpointPath(dir, server, later).c_str()) == 0) ++removed;
+  }
+  return removed;
 }
 
 Status loadCheckpoint(const std::string& dir, const CheckpointIdentity& identity, uint64_t clock,

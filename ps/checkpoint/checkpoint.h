@@ -55,10 +55,15 @@ Status writeCheckpoint(const std::string& dir, const CheckpointIdentity& identit
 using WriteCheckpointFunction =
     std::function<Status(const std::string& dir, const CheckpointIdentity& identity, const CheckpointData& data)>;
 
-// Removes `server`'s checkpoints of clocks up to `committed` (the newest clock every server has
-// written) but the newest `keep` of them. Newer ones stay: one of them may yet be the next clock
-// every server has, and a resume needs one such clock on every disk.
-Status pruneCheckpoints(const std::string& dir, uint32_t server, uint64_t committed, int keep);
+// Removes `server`'s files that no resume needs: those of clocks up to `committed` (the newest
+// clock every server has written) but the newest `keep` of them, and those after it up to
+// `passed_by_all` (every server has passed that clock, so no later clock up to it will be on
+// every disk). Newer ones stay: any may yet be on every disk.
+Status pruneCheckpoints(const std::string& dir, uint32_t server, uint64_t committed, uint64_t passed_by_all, int keep);
+
+// Removes `server`'s files of clocks after `clock`; returns how many went (a file that cannot be
+// removed stays and is not counted).
+size_t removeCheckpointsAfter(const std::string& dir, uint32_t server, uint64_t clock);
 
 // Loads <dir>/server-<s>.clock-<clock>.ckpt into `data` (spans preallocated by the caller),
 // refusing a file whose identity, sizes or checksum do not match, with a message naming the

@@ -1,8 +1,11 @@
-// CheckpointCommits: a worker's view of which checkpoint clock every server has written.
+// CheckpointCommits: a worker's view of what every server has done with each checkpoint clock.
 //
-// Each server tells every worker of each checkpoint file it completes; the newest clock all
-// servers have told of is committed, and the worker says so to every server, which may then
-// remove older files (ps/checkpoint/checkpointer.h). Any worker may say it: all hear the same.
+// Each server tells every worker what became of each checkpoint clock it passed, in clock order:
+// written, or skipped, or failed (ps/checkpoint/checkpointer.h). From that a worker knows two
+// clocks the servers cannot know alone: the committed one, the newest every server has written a
+// file of, and the newest every server has passed, up to which a clock not committed never will
+// be. It tells every server both (ToServer::kCheckpointSettled), and the servers remove the files
+// no resume needs. Any worker may say it: all hear the same, in the same order per server.
 #pragma once
 
 #include <cstdint>
@@ -17,21 +20,28 @@ class CheckpointCommits {
   // `start_clock`: the clock the job resumed from (every server has it), or 0.
   CheckpointCommits(int servers, uint64_t start_clock);
 
-  // `server` wrote its checkpoint of the clock whose low bits are `low` (its files come in
-  // ascending clocks). Returns the clock every server has now written, when that is newer than
-  // the last one returned.
-  std::optional<uint64_t> onWritten(int server, uint32_t low);
+  struct Heard {
+    uint64_t clock = 0;                     // the clock the server passed, widened
+    std::optional<uint64_t> committed;      // newly the newest clock every server has written
+    std::optional<uint64_t> passed_by_all;  // newly the newest clock every server has passed
+  };
+
+  // `server` passed the clock whose low `bits` bits are `low`, after the last it told of, and
+  // wrote its file if `written`.
+  Heard onOutcome(int server, uint64_t low, uint32_t bits, bool written);
 
   uint64_t committed() const { return committed_; }
+  uint64_t passedByAll() const { return passed_by_all_; }
 
  private:
-  // Clocks a server wrote that no commit has passed, at most: a server that sends too many (a
-  // peer's bug) costs bounded memory. A server holds at most checkpoint_keep of them.
+  // Written clocks a server told of that nothing settled yet, at most: a server that sends too
+  // many (a peer's bug) costs bounded memory. A server holds at most checkpoint_keep of them.
   static constexpr size_t kMaxPending = 1024;
 
   uint64_t committed_;
-  std::vector<uint64_t> newest_;             // per server: its newest clock told
-  std::vector<std::set<uint64_t>> pending_;  // per server: written clocks newer than committed_
+  uint64_t passed_by_all_;
+  std::vector<uint64_t> passed_;             // per server: the newest clock it told of
+  std::vector<std::set<uint64_t>> pending_;  // per server: written clocks not settled
 };
 
 }  // namespace poseidon::ps

@@ -1,12 +1,14 @@
 #include "ps/checkpoint/checkpointer.h"
 
 #include "ps/checkpoint/checkpoint_names.h"
+#include "ps/checkpoint/checkpoint_notice.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <algorithm>
 #include <cstring>
-#include <iterator>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -23,10 +25,20 @@ Checkpointer::Checkpointer(std::string dir, CheckpointIdentity identity, const S
       keep_(keep),
       start_clock_(start_clock),
       highest_version_(start_clock),
-      committed_(start_clock) {
+      committed_(start_clock),
+      passed_by_all_(start_clock),
+      told_(start_clock) {
   if (const size_t stale = removeStaleTemporaries(dir_, identity_.server); stale > 0) {
     spdlog::info("server {}: removed {} unfinished checkpoint file(s) of earlier runs from {}", identity_.server, stale,
                  dir_);
+  }
+  if (start_clock_ > 0) {
+    // Resumed: later files are a future no other server shares (else the job would resume there),
+    // and one left beside this run's file of its clock on another disk would pass for common.
+    if (const size_t later = removeCheckpointsAfter(dir_, identity_.server, start_clock_); later > 0) {
+      spdlog::info("server {}: removed {} checkpoint(s) after clock {}, the one resumed from", identity_.server, later,
+                   start_clock_);
+    }
   }
   writer_ = std::thread([this] { writerLoop(); });
 }
@@ -77,8 +89,7 @@ void Checkpointer::onVersion(uint32_t chunk, uint64_t version, uint64_t steps, s
     }
     if (slot->skipped) {
       if (--slot->missing == 0) {
-        (slot->skip_reason == CheckpointMiss::kSkippedAwaiting ? skipped_awaiting_ : skipped_behind_)
-            .push_back(version);
+        skipped_.emplace_back(version, slot->skip_reason);
         collecting_.erase(version);
         requested_.erase(version);
         cv_.notify_all();
@@ -108,35 +119,37 @@ void Checkpointer::onVersion(uint32_t chunk, uint64_t version, uint64_t steps, s
 std::optional<CheckpointMiss> Checkpointer::skipReasonLocked() const {
   const size_t awaiting_disk = complete_.size() + (writing_ ? 1 : 0);
   if (awaiting_disk >= kMaxSnapshotsAwaitingDisk) return CheckpointMiss::kSkippedBehind;
-  // Files newer than the committed clock, and snapshots on their way to be such files.
-  const size_t uncommitted = static_cast<size_t>(std::distance(written_.upper_bound(committed_), written_.end()));
-  if (uncommitted + awaiting_disk >= static_cast<size_t>(keep_)) return CheckpointMiss::kSkippedAwaiting;
+  // Undecided files, and snapshots on their way to be such files.
+  if (undecided_.size() + awaiting_disk >= static_cast<size_t>(keep_)) return CheckpointMiss::kSkippedAwaiting;
   return std::nullopt;
 }
 
-void Checkpointer::reportSkippedLocked(std::unique_lock<std::mutex>& lock, std::vector<uint64_t>& clocks,
-                                       CheckpointMiss why) {
+void Checkpointer::reportSkippedLocked(std::unique_lock<std::mutex>& lock) {
   // Said once for all skipped since the last time: while the disk is behind, checkpoints may be
   // skipped at every clock.
-  const std::vector<uint64_t> said = std::exchange(clocks, {});
-  const uint64_t committed = committed_;
+  const std::vector<std::pair<uint64_t, CheckpointMiss>> said = std::exchange(skipped_, {});
+  const auto [newest, why] = said.back();
+  const size_t behind = static_cast<size_t>(std::count_if(
+      said.begin(), said.end(), [](const auto& skip) { return skip.second == CheckpointMiss::kSkippedBehind; }));
+  std::vector<std::string> causes;
+  if (behind > 0) {
+    causes.push_back(fmt::format(
+        "{} while the ones before were still being written to {} (the disk is slower than checkpoints come)", behind,
+        dir_));
+  }
+  if (behind < said.size()) {
+    causes.push_back(fmt::format(
+        "{} while {} newer than clock {} (the newest every server has written; 0: none yet) waited for the other "
+        "servers to pass their clocks (checkpoint_keep {}; a server's disk is behind or failing, its log says which)",
+        said.size() - behind, keep_ == 1 ? "the one" : fmt::format("{} files", keep_), committed_, keep_));
+  }
+  told_ = std::max(told_, newest);
   busy_ = true;
   lock.unlock();
-  const std::string cause =
-      why == CheckpointMiss::kSkippedBehind
-          ? fmt::format(
-                "the ones before were still being written to {} (the disk is slower than checkpoints come; "
-                "the next one due after it catches up is taken)",
-                dir_)
-          : fmt::format(
-                "{} newer than clock {} (the newest every server has written; 0: none yet) wait for another "
-                "server's file of their clock (checkpoint_keep {}; a server's disk is behind or failing, its log "
-                "says which)",
-                keep_ == 1 ? "the one" : fmt::format("the {}", keep_), committed, keep_);
   const Status skipped = makeStatus(StatusCode::kUnavailable, "{} checkpoint(s) skipped, the newest at clock {}: {}",
-                                    said.size(), said.back(), cause);
+                                    said.size(), newest, fmt::join(causes, "; "));
   spdlog::warn("server {}: {}", identity_.server, skipped.message());
-  if (hooks_.on_miss) hooks_.on_miss(said.back(), why, skipped);
+  if (hooks_.on_miss) hooks_.on_miss(newest, why, skipped);
   lock.lock();
   busy_ = false;
   cv_.notify_all();
@@ -146,10 +159,48 @@ void Checkpointer::pruneLocked(std::unique_lock<std::mutex>& lock) {
   prune_due_ = false;
   busy_ = true;
   const uint64_t committed = committed_;
+  const uint64_t passed_by_all = passed_by_all_;
   lock.unlock();
-  if (Status status = pruneCheckpoints(dir_, identity_.server, committed, keep_); !status.isOk()) {
+  if (Status status = pruneCheckpoints(dir_, identity_.server, committed, passed_by_all, keep_); !status.isOk()) {
     // The files are only kept longer; the next prune tries again.
     spdlog::warn("server {}: {}", identity_.server, status.toString());
+  }
+  lock.lock();
+  busy_ = false;
+  cv_.notify_all();
+}
+
+void Checkpointer::writeOldestLocked(std::unique_lock<std::mutex>& lock) {
+  std::unique_ptr<Snapshot> snapshot = std::move(complete_.front());
+  complete_.pop_front();
+  writing_ = true;
+  lock.unlock();
+  CheckpointData data;
+  data.clock = snapshot->clock;
+  data.chunk_steps = std::move(snapshot->steps);
+  data.applied = std::move(snapshot->applied);
+  data.params = snapshot->params;
+  data.state0 = snapshot->state0;
+  data.state1 = snapshot->state1;
+  const Status status = write_(dir_, identity_, data);
+  if (!status.isOk())
+    spdlog::error("server {}: checkpoint at clock {}: {}", identity_.server, data.clock, status.toString());
+  lock.lock();
+  writing_ = false;
+  told_ = std::max(told_, data.clock);
+  if (status.isOk()) {
+    last_written_ = std::max(last_written_, data.clock);
+    undecided_.insert(data.clock);
+  } else if (first_error_.isOk()) {
+    first_error_ = status;
+  }
+  // Told after undecided_ holds it, so a commit it leads to finds it; before flush() may return.
+  busy_ = true;
+  lock.unlock();
+  if (status.isOk()) {
+    if (hooks_.on_written) hooks_.on_written(data.clock);
+  } else if (hooks_.on_miss) {
+    hooks_.on_miss(data.clock, CheckpointMiss::kWriteFailed, status);
   }
   lock.lock();
   busy_ = false;
@@ -159,77 +210,63 @@ void Checkpointer::pruneLocked(std::unique_lock<std::mutex>& lock) {
 void Checkpointer::writerLoop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    cv_.wait(lock, [&] {
-      return stopping_ || !complete_.empty() || !skipped_behind_.empty() || !skipped_awaiting_.empty() || prune_due_;
-    });
-    if (!skipped_behind_.empty()) {
-      reportSkippedLocked(lock, skipped_behind_, CheckpointMiss::kSkippedBehind);
-      continue;
-    }
-    if (!skipped_awaiting_.empty()) {
-      reportSkippedLocked(lock, skipped_awaiting_, CheckpointMiss::kSkippedAwaiting);
-      continue;
-    }
-    if (prune_due_) {
+    cv_.wait(lock, [&] { return stopping_ || !complete_.empty() || !skipped_.empty() || prune_due_; });
+    // In clock order: a skip is said once the snapshots older than it are written.
+    if (!skipped_.empty() && (complete_.empty() || complete_.front()->clock > skipped_.front().first)) {
+      reportSkippedLocked(lock);
+    } else if (prune_due_) {
       pruneLocked(lock);
-      continue;
+    } else if (!complete_.empty()) {
+      writeOldestLocked(lock);
+    } else {
+      return;  // stopping with nothing left to write or say
     }
-    if (complete_.empty()) return;  // stopping with nothing left to write
-    std::unique_ptr<Snapshot> snapshot = std::move(complete_.front());
-    complete_.pop_front();
-    writing_ = true;
-    lock.unlock();
-    CheckpointData data;
-    data.clock = snapshot->clock;
-    data.chunk_steps = std::move(snapshot->steps);
-    data.applied = std::move(snapshot->applied);
-    data.params = snapshot->params;
-    data.state0 = snapshot->state0;
-    data.state1 = snapshot->state1;
-    Status status = write_(dir_, identity_, data);
-    if (!status.isOk()) {
-      spdlog::error("server {}: checkpoint at clock {}: {}", identity_.server, data.clock, status.toString());
-      if (hooks_.on_miss) hooks_.on_miss(data.clock, CheckpointMiss::kWriteFailed, status);
-    }
-    lock.lock();
-    if (status.isOk()) {
-      last_written_ = std::max(last_written_, data.clock);
-      written_.insert(data.clock);
-      // Files of earlier runs the committed clock has passed go too, as after a commit.
-      prune_due_ = true;
-    } else if (first_error_.isOk()) {
-      first_error_ = status;
-    }
-    writing_ = false;
-    if (status.isOk() && hooks_.on_written) {
-      // After it is in written_, so a commit it leads to finds it; before flush() may return.
-      busy_ = true;
-      lock.unlock();
-      hooks_.on_written(data.clock);
-      lock.lock();
-      busy_ = false;
-    }
-    cv_.notify_all();
   }
 }
 
-bool Checkpointer::commit(uint64_t clock) {
+bool Checkpointer::commit(uint64_t low, uint32_t bits) {
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
   std::lock_guard lock(mutex_);
-  if (clock <= committed_) return true;
-  if (!written_.contains(clock)) return false;
-  committed_ = clock;
-  written_.erase(written_.begin(), written_.find(clock));
+  if ((committed_ & mask) == (low & mask)) return true;
+  std::vector<uint64_t> matches;
+  for (const uint64_t clock : undecided_) {
+    if ((clock & mask) == (low & mask)) matches.push_back(clock);
+  }
+  if (matches.size() != 1) {
+    // Two files 2^bits clocks apart: which one the workers mean is unknown, so both stay.
+    if (matches.size() > 1) {
+      spdlog::warn("server {}: a commit names clock {} mod {}, which matches {} of its files; they are kept",
+                   identity_.server, low & mask, mask + 1, matches.size());
+    }
+    return false;
+  }
+  committed_ = matches.front();
+  undecided_.erase(undecided_.begin(), undecided_.upper_bound(committed_));
   prune_due_ = true;
   cv_.notify_all();
   return true;
 }
 
+bool Checkpointer::passedByAll(uint64_t low, uint32_t bits) {
+  std::lock_guard lock(mutex_);
+  uint64_t clock = 0;
+  if (!widenClockAtMost(told_, low, bits, clock)) return false;
+  if (clock <= passed_by_all_) return true;
+  passed_by_all_ = clock;
+  undecided_.erase(undecided_.begin(), undecided_.upper_bound(clock));
+  prune_due_ = true;
+  cv_.notify_all();
+  return true;
+}
+
+uint64_t Checkpointer::committed() const {
+  std::lock_guard lock(mutex_);
+  return committed_;
+}
+
 Status Checkpointer::flush() {
   std::unique_lock lock(mutex_);
-  cv_.wait(lock, [&] {
-    return complete_.empty() && !writing_ && skipped_behind_.empty() && skipped_awaiting_.empty() && !prune_due_ &&
-           !busy_;
-  });
+  cv_.wait(lock, [&] { return complete_.empty() && !writing_ && skipped_.empty() && !prune_due_ && !busy_; });
   return first_error_;
 }
 

@@ -9,16 +9,19 @@
 //
 // A disk slower than the checkpoints come would otherwise queue a shard-sized snapshot per
 // checkpoint without end: a checkpoint that falls due while kMaxSnapshotsAwaitingDisk are written
-// or waiting to be is skipped (no snapshot is taken) and said, so memory stays bounded and the
-// next one due after the disk catches up is taken.
+// or waiting to be is skipped (no snapshot is taken) and said, so memory stays bounded.
 //
 // A job resumes from a clock every server has a file of (ps/checkpoint/resume.h), and servers skip
-// different checkpoints (each its own disk), so no server prunes by its own files alone: it keeps
-// every file newer than the newest clock every server has written (the committed clock, which the
-// workers say once each server told them it wrote it: commit()) and the newest `keep` up to it.
-// That committed file is then on every disk, whatever each server has heard so far. To bound its
-// disk when the others never catch up (a failing disk), a server holding `keep` files or
-// snapshots newer than the committed clock skips what falls due, and says so.
+// different checkpoints (each its own disk), so no server prunes by its own files alone. It tells
+// the workers what became of each clock in clock order (hooks: written, failed, skipped), and the
+// workers tell it back what all servers did (ps/checkpoint/checkpoint_commits.h): the committed
+// clock, the newest every server has written (commit()), and the newest clock every server has
+// passed (passedByAll()). It removes its files up to the committed clock but the newest `keep`,
+// and those after it up to the passed one (no later clock up to that will be on every disk); it
+// keeps every newer file, since any may yet be committed. The newest committed file is then on
+// every disk, whatever each server has heard so far. And so that a server whose peers fall far
+// behind or hang does not fill its disk, one holding `keep` such undecided files or snapshots
+// skips what falls due, and says so: at most 2 x `keep` files of this run per server.
 #pragma once
 
 #include <condition_variable>
@@ -32,6 +35,7 @@
 #include <set>
 #include <span>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ps/checkpoint/checkpoint.h"
@@ -43,7 +47,7 @@ namespace poseidon::ps {
 enum class CheckpointMiss {
   kWriteFailed,      // writing the file failed
   kSkippedBehind,    // skipped: the disk had not finished the ones before it
-  kSkippedAwaiting,  // skipped: `keep` newer ones wait for the other servers' files of their clock
+  kSkippedAwaiting,  // skipped: `keep` undecided ones wait for the other servers
 };
 
 // Snapshots held for the disk at most (the one being written and those complete and waiting).
@@ -52,7 +56,8 @@ inline constexpr size_t kMaxSnapshotsAwaitingDisk = 2;
 // What a checkpointer tells its server, on its writer thread; any may be empty.
 struct CheckpointerHooks {
   std::function<void(uint64_t clock)> on_written;  // the file of `clock` is complete
-  // Each failed write, and the newest of the checkpoints skipped (per reason) since last said.
+  // Each failed write, and the newest of the checkpoints skipped since last said (with its reason).
+  // With on_written, in clock order: the workers read each as "this server has passed the clock".
   std::function<void(uint64_t clock, CheckpointMiss, const Status&)> on_miss;
   WriteCheckpointFunction write;  // writes the files; empty: writeCheckpoint
 };
@@ -79,10 +84,16 @@ class Checkpointer {
   Status flush();
   // The clock of the newest checkpoint written (0: none yet).
   uint64_t lastWritten() const;
-  // Every server has written its checkpoint of `clock`: older files beyond `keep` may go. False
-  // when this server wrote no checkpoint of `clock` in this run (a clock already known, or older,
-  // is true and changes nothing).
-  bool commit(uint64_t clock);
+  // Every server has written its checkpoint of the clock whose low `bits` bits are `low`: the
+  // files before it but the newest `keep` may go. True when that is one of this run's files newer
+  // than the committed clock (or the committed clock itself); false for an older clock (a word
+  // another worker already said) or one this server has no file of, which change nothing.
+  bool commit(uint64_t low, uint32_t bits);
+  // Every server has passed the clock whose low `bits` bits are `low` (it is at most the newest
+  // clock this checkpointer told its hooks of): this server's files after the committed clock up
+  // to it may go. False when no such clock exists (nothing told yet).
+  bool passedByAll(uint64_t low, uint32_t bits);
+  uint64_t committed() const;
 
  private:
   struct Snapshot {
@@ -98,8 +109,10 @@ class Checkpointer {
   // Why a checkpoint falling due now is skipped, or nothing.
   std::optional<CheckpointMiss> skipReasonLocked() const;
   void writerLoop();
-  // Says the skipped checkpoints of one reason, once for all; the lock is released meanwhile.
-  void reportSkippedLocked(std::unique_lock<std::mutex>& lock, std::vector<uint64_t>& clocks, CheckpointMiss why);
+  // Says the skipped checkpoints once for all; the lock is released meanwhile.
+  void reportSkippedLocked(std::unique_lock<std::mutex>& lock);
+  // Writes the oldest complete snapshot and tells of it; the lock is released meanwhile.
+  void writeOldestLocked(std::unique_lock<std::mutex>& lock);
   void pruneLocked(std::unique_lock<std::mutex>& lock);
 
   const CheckpointerHooks hooks_;
@@ -117,12 +130,13 @@ class Checkpointer {
   std::set<uint64_t> requested_;
   std::map<uint64_t, std::unique_ptr<Snapshot>> collecting_;
   std::deque<std::unique_ptr<Snapshot>> complete_;
-  // Skipped clocks the writer thread has not yet reported, per reason.
-  std::vector<uint64_t> skipped_behind_;
-  std::vector<uint64_t> skipped_awaiting_;
-  std::set<uint64_t> written_;  // clocks this run wrote, from the committed one on
-  uint64_t committed_ = 0;      // the newest clock every server has written (as heard)
-  bool prune_due_ = false;
+  // Skipped clocks the writer thread has not yet reported, ascending.
+  std::vector<std::pair<uint64_t, CheckpointMiss>> skipped_;
+  std::set<uint64_t> undecided_;  // this run's files after committed_ and passed_by_all_
+  uint64_t committed_ = 0;        // the newest clock every server has written (as heard)
+  uint64_t passed_by_all_ = 0;    // the newest clock every server has passed (as heard)
+  uint64_t told_ = 0;             // the newest clock told to the hooks
+  bool prune_due_ = true;         // a resumed run's older files go at once
   bool writing_ = false;
   bool busy_ = false;  // the writer thread tells, reports or prunes, without the lock
   bool stopping_ = false;

@@ -416,7 +416,7 @@ TEST_F(Checkpoint, BuffersSizedWrongAreInvalidArgument) {
   expectInvalid(long_name, written.data, "consistency string of 4097 bytes exceeds the limit 4096");
   EXPECT_TRUE(listCheckpoints(dir.path(), id.server).empty()) << "a refused write left a file";
   for (const int keep : {0, -1}) {
-    const auto status = pruneCheckpoints(dir.path(), id.server, 40, keep);
+    const auto status = pruneCheckpoints(dir.path(), id.server, 40, 40, keep);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
     EXPECT_TRUE(contains(status, fmt::format("keep {} is not >= 1", keep)));
   }
@@ -519,24 +519,40 @@ TEST_F(Checkpoint, PruningKeepsTheNewestUpToTheCommittedClockOfThisServerOnly) {
     written.data.clock = clock;
     ASSERT_TRUE(writeCheckpoint(dir.path(), id, written.data).isOk());
   }
-  ASSERT_TRUE(pruneCheckpoints(dir.path(), 1, 40, 2).isOk());
+  ASSERT_TRUE(pruneCheckpoints(dir.path(), 1, 40, 40, 2).isOk());
   EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{30, 40}));
   EXPECT_EQ(listCheckpoints(dir.path(), 2), (std::vector<uint64_t>{40}));
-  ASSERT_TRUE(pruneCheckpoints(dir.path(), 1, 40, 1).isOk());
+  ASSERT_TRUE(pruneCheckpoints(dir.path(), 1, 40, 40, 1).isOk());
   EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{40}));
 }
 
-// A file newer than the clock every server has may become that clock: it stays, whatever `keep`.
-TEST_F(Checkpoint, PruningNeverRemovesFilesNewerThanTheCommittedClock) {
+// A file after the committed clock that every server has passed will never be on every disk: it
+// goes. A later one may yet be: it stays, whatever `keep`.
+TEST_F(Checkpoint, PruningRemovesWhatEveryServerPassedAndKeepsWhatMayYetBeCommitted) {
   for (const uint64_t clock : {10, 20, 30, 40, 50}) {
     written.data.clock = clock;
     ASSERT_TRUE(writeCheckpoint(dir.path(), id, written.data).isOk());
   }
-  ASSERT_TRUE(pruneCheckpoints(dir.path(), 1, 20, 1).isOk());
+  ASSERT_TRUE(pruneCheckpoints(dir.path(), 1, 20, 20, 1).isOk());
   EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{20, 30, 40, 50}));
-  // Nothing committed yet (a fresh job): nothing goes.
-  ASSERT_TRUE(pruneCheckpoints(dir.path(), 1, 0, 1).isOk());
-  EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{20, 30, 40, 50}));
+  ASSERT_TRUE(pruneCheckpoints(dir.path(), 1, 20, 40, 1).isOk());
+  EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{20, 50}));
+  // Nothing committed yet (a fresh job) and nothing passed by all: nothing goes.
+  ASSERT_TRUE(pruneCheckpoints(dir.path(), 1, 0, 0, 1).isOk());
+  EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{20, 50}));
+}
+
+TEST_F(Checkpoint, RemovingTheFilesAfterAClockLeavesItAndOtherServersAlone) {
+  CheckpointIdentity other = id;
+  other.server = 2;
+  ASSERT_TRUE(writeCheckpoint(dir.path(), other, written.data).isOk());  // clock 40 of server 2
+  for (const uint64_t clock : {10, 20, 30}) {
+    written.data.clock = clock;
+    ASSERT_TRUE(writeCheckpoint(dir.path(), id, written.data).isOk());
+  }
+  EXPECT_EQ(removeCheckpointsAfter(dir.path(), 1, 10), 2u);
+  EXPECT_EQ(listCheckpoints(dir.path(), 1), (std::vector<uint64_t>{10}));
+  EXPECT_EQ(listCheckpoints(dir.path(), 2), (std::vector<uint64_t>{40}));
 }
 
 TEST_F(Checkpoint, ALeftoverTemporaryFileFromACrashDoesNotHideThePreviousCheckpoint) {

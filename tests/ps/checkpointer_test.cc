@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ps/checkpoint/checkpoint_notice.h"
 #include "tests/ps/held_disk.h"
 #include "tests/support/mesh.h"
 
@@ -21,6 +22,7 @@ namespace {
 
 constexpr uint32_t kChunks = 2;
 constexpr uint64_t kChunkFloats = 16;
+constexpr uint32_t kBits = ps::noticeClockBits(ps::kSettledCodeBits);
 
 struct Miss {
   uint64_t clock;
@@ -114,7 +116,7 @@ TEST_F(Checkpointer, WhatFallsDueWhileTheDiskIsBehindIsSkippedAndSaidOnce) {
   EXPECT_EQ(missesSoFar().size(), 1u);
 }
 
-TEST_F(Checkpointer, FilesWaitingForTheOtherServersStayAndAtMostKeepOfThemWait) {
+TEST_F(Checkpointer, FilesNotEveryServerHasPassedStayAndAtMostKeepOfThemWait) {
   start(/*keep=*/2, /*start_clock=*/0, recording());
   // One clock at a time, each written (or its skip said) before the next falls due.
   auto step = [&](uint64_t version) {
@@ -130,49 +132,72 @@ TEST_F(Checkpointer, FilesWaitingForTheOtherServersStayAndAtMostKeepOfThemWait) 
   ASSERT_EQ(said.size(), 2u);
   EXPECT_EQ(said[0].clock, 3u);
   EXPECT_EQ(said[0].why, ps::CheckpointMiss::kSkippedAwaiting);
-  EXPECT_NE(said[0].message.find("1 checkpoint(s) skipped, the newest at clock 3: the 2 newer than clock 0"),
+  EXPECT_NE(said[0].message.find("1 checkpoint(s) skipped, the newest at clock 3: 1 while 2 files newer than clock 0"),
             std::string::npos)
       << said[0].message;
   EXPECT_EQ(said[1].clock, 4u);
 
   // Every server has 1: 2 alone waits, so 5 is taken; 6 is not.
-  EXPECT_TRUE(checkpointer->commit(1));
+  EXPECT_TRUE(checkpointer->commit(1, kBits));
   step(5);
   step(6);
   EXPECT_EQ(files(), (std::vector<uint64_t>{1, 2, 5}));
 
   // Every server has 5: 1 is older than the newest 2 up to it; 7 and 8 are taken.
-  EXPECT_TRUE(checkpointer->commit(5));
+  EXPECT_TRUE(checkpointer->commit(5, kBits));
   ASSERT_TRUE(checkpointer->flush().isOk());
   EXPECT_EQ(files(), (std::vector<uint64_t>{2, 5}));
   step(7);
   step(8);
   EXPECT_EQ(files(), (std::vector<uint64_t>{2, 5, 7, 8}));
 
-  // A clock already passed changes nothing; one this server never wrote is refused.
-  EXPECT_TRUE(checkpointer->commit(2));
-  EXPECT_FALSE(checkpointer->commit(6));
-  EXPECT_FALSE(checkpointer->commit(9));
-  EXPECT_TRUE(checkpointer->commit(8));
+  // Every server passed 7 and some skipped it: it goes, 8 waits, 9 is taken.
+  EXPECT_TRUE(checkpointer->passedByAll(7, kBits));
+  step(9);
+  EXPECT_EQ(files(), (std::vector<uint64_t>{2, 5, 8, 9}));
+
+  // Words it cannot place change nothing: an older commit, clocks it has no file of.
+  EXPECT_FALSE(checkpointer->commit(2, kBits));
+  EXPECT_FALSE(checkpointer->commit(7, kBits));
+  EXPECT_FALSE(checkpointer->commit(10, kBits));
+  EXPECT_EQ(checkpointer->committed(), 5u);
+  EXPECT_TRUE(checkpointer->commit(9, kBits));
   ASSERT_TRUE(checkpointer->flush().isOk());
-  EXPECT_EQ(files(), (std::vector<uint64_t>{7, 8}));
-  EXPECT_EQ(toldWritten(), (std::vector<uint64_t>{1, 2, 5, 7, 8}));
+  EXPECT_EQ(files(), (std::vector<uint64_t>{8, 9}));
+  EXPECT_EQ(toldWritten(), (std::vector<uint64_t>{1, 2, 5, 7, 8, 9}));
   EXPECT_EQ(missesSoFar().size(), 3u);  // 3, 4, then 6
 }
 
-// A resumed job's clock is on every disk: it counts as committed from the start, and the files
-// up to it beyond `keep` go with the first prune.
+// Low bits that match two undecided files name neither: both stay.
+TEST_F(Checkpointer, ACommitMatchingTwoFilesIsRefused) {
+  start(/*keep=*/4, /*start_clock=*/0, recording());
+  for (uint64_t version = 1; version <= 3; ++version) {
+    reach(version);
+    ASSERT_TRUE(checkpointer->flush().isOk());
+  }
+  EXPECT_FALSE(checkpointer->commit(1, /*bits=*/1));  // 1 and 3
+  EXPECT_EQ(checkpointer->committed(), 0u);
+  EXPECT_TRUE(checkpointer->commit(2, /*bits=*/2));
+  ASSERT_TRUE(checkpointer->flush().isOk());
+  EXPECT_EQ(files(), (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(checkpointer->committed(), 2u);
+}
+
+// A resumed job's clock is on every disk: it counts as committed from the start; the files up to
+// it beyond `keep` go at once, and the later ones (another future) with them.
 TEST_F(Checkpointer, TheResumedClockIsCommittedFromTheStart) {
   std::vector<float> shard_params(identity.elements, 1.0f);
   ps::CheckpointData data;
   data.chunk_steps.assign(kChunks, 0);
   data.applied.assign(kChunks * identity.workers, 0);
   data.params = shard_params;
-  for (const uint64_t clock : {3, 6, 9}) {
+  for (const uint64_t clock : {3, 6, 9, 12}) {
     data.clock = clock;
     ASSERT_TRUE(ps::writeCheckpoint(dir.path(), identity, data).isOk());
   }
   start(/*keep=*/1, /*start_clock=*/9, recording());
+  ASSERT_TRUE(checkpointer->flush().isOk());
+  EXPECT_EQ(files(), (std::vector<uint64_t>{9}));
   reach(10);
   ASSERT_TRUE(checkpointer->flush().isOk());
   EXPECT_EQ(files(), (std::vector<uint64_t>{9, 10}));

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "ps/checkpoint/checkpoint_notice.h"
 #include "ps/checkpoint/resume.h"
 #include "ps/client.h"
 #include "ps/imm_code.h"
@@ -36,7 +37,7 @@ TEST(ClientProtocol, AnUnknownCheckpointOutcomeFailsTheWorkerNamingIt) {
       return (*client)->wait((*client)->pull(0), deadline);
     }();
   });
-  // The rogue server starts up like any server, then tells of a checkpoint outcome 9.
+  // The rogue server starts up like any server, then tells of a checkpoint outcome 7.
   std::vector<float> params(1 << 16), slots(1 << 16);  // room for the model: the worker writes here
   auto params_region = (*mesh)[1].registerMemory(params.data(), params.size() * sizeof(float));
   auto slots_region = (*mesh)[1].registerMemory(slots.data(), slots.size() * sizeof(float));
@@ -51,13 +52,14 @@ TEST(ClientProtocol, AnUnknownCheckpointOutcomeFailsTheWorkerNamingIt) {
     if (auto resume = ps::agreeResumeClock(**store, job, deadline); !resume) return resume.status();
     auto workers = ps::fetchWorkerRegions(**store, job, deadline);
     if (!workers) return workers.status();
-    const uint32_t outcome = ps::encodeImm(static_cast<uint8_t>(ps::ToWorker::kCheckpointOutcome), 9, 3);
+    const uint32_t outcome =
+        ps::encodeCheckpointNotice(static_cast<uint8_t>(ps::ToWorker::kCheckpointOutcome), 7, ps::kOutcomeCodeBits, 3);
     return (*mesh)[1].pair(0).write(**params_region, 0, (*workers)[0], 0, 0, outcome)->wait(deadline);
   }();
   worker_thread.join();
   ASSERT_TRUE(rogue.isOk()) << rogue.toString();
   EXPECT_EQ(worker_status.code(), StatusCode::kProtocolError) << worker_status.toString();
-  EXPECT_NE(worker_status.message().find("server 0 (rank 1): told checkpoint outcome 9 (expected 0 to 4)"),
+  EXPECT_NE(worker_status.message().find("server 0 (rank 1): told checkpoint outcome 7 (expected 0 to 4)"),
             std::string::npos)
       << worker_status.toString();
 }

@@ -95,9 +95,9 @@ INSTANTIATE_TEST_SUITE_P(
     Rogue, ServerProtocolTest,
     // Every 3-bit type is in use; the one only a checkpointing job sends, to a server without one:
     ::testing::Values(
-        Scenario{"commit_without_checkpoints",
-                 {imm(ps::ToServer::kCheckpointCommitted, 0, 5)},
-                 "said every server wrote the checkpoint of clock 5 (mod 32768), but server 0 takes none"},
+        Scenario{"settled_without_checkpoints",
+                 {imm(ps::ToServer::kCheckpointSettled, 0, 5)},
+                 "told what every server did with checkpoint clock 5 (mod 2^28), but server 0 takes no checkpoints"},
         Scenario{"chunk_out_of_range", {imm(ps::ToServer::kPush, 9000)}, "named chunk 9000"},
         Scenario{"init_by_worker_1", {imm(ps::ToServer::kInit, 0)}, "worker 1 initialised chunk 0"},
         Scenario{"push_before_ack",

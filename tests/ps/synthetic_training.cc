@@ -35,13 +35,15 @@ Status trainWorker(ps::Client& client, const WorkerRun& run, Deadline deadline) 
   // gradients(0) starts the gradient buffer, which is laid out exactly like the parameters.
   std::span<float> grads(client.gradients(0).data(), params.size());
 
-  if (client.startClock() == 0) initialParameters(params);  // only worker 0's copy is sent
-  POSEIDON_RETURN_IF_ERROR(client.initialize(deadline));
   std::vector<transport::RequestPtr> requests;
-  for (size_t l = 0; l < order.size(); ++l) requests.push_back(client.pull(l));
-  for (const auto& request : requests) POSEIDON_RETURN_IF_ERROR(client.wait(request, deadline));
+  if (run.continue_from == 0) {
+    if (client.startClock() == 0) initialParameters(params);  // only worker 0's copy is sent
+    POSEIDON_RETURN_IF_ERROR(client.initialize(deadline));
+    for (size_t l = 0; l < order.size(); ++l) requests.push_back(client.pull(l));
+    for (const auto& request : requests) POSEIDON_RETURN_IF_ERROR(client.wait(request, deadline));
+  }
 
-  for (uint64_t clock = client.startClock(); clock < run.clocks; ++clock) {
+  for (uint64_t clock = std::max(client.startClock(), run.continue_from); clock < run.clocks; ++clock) {
     syntheticGradient(run.worker, clock, params, grads);
     std::shuffle(order.begin(), order.end(), random);
     requests.clear();

@@ -26,9 +26,10 @@ void syntheticGradient(int worker, uint64_t clock, std::span<const float> params
 
 struct WorkerRun {
   int worker = 0;
-  uint64_t clocks = 0;        // run until every layer's clock reaches this
-  uint32_t shuffle_seed = 0;  // varies layer order and small delays between calls
-  bool finish = true;         // say goodbye to the servers at the end
+  uint64_t clocks = 0;         // run until every layer's clock reaches this
+  uint32_t shuffle_seed = 0;   // varies layer order and small delays between calls
+  bool finish = true;          // say goodbye to the servers at the end
+  uint64_t continue_from = 0;  // > 0: an earlier call trained up to this clock; go on from it
 };
 // Trains with `client` (already started) from its start clock up to run.clocks; pulls the final
 // parameters. Returns the first failure.
