@@ -37,8 +37,8 @@ void addServerOptions(CLI::App& app, ServerCommandLine& c) {
   app.add_option("--checkpoint-every", c.checkpoint_every, "Checkpoint every N clocks (default 0: only on request)")
       ->type_name("N");
   app.add_option("--checkpoint-keep", c.checkpoint_keep,
-                 "Keep the newest N checkpoints every server has written, and at most N newer ones that wait "
-                 "for the other servers' files of their clock (default 2)")
+                 "Keep the newest N checkpoints every server has written, and at most N later ones that wait "
+                 "for the other servers (default 2)")
       ->type_name("N")
       ->check(readableRange(1, 1'000'000));
   auto* resume = app.add_flag("--resume", c.resume,
