@@ -238,9 +238,9 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
   identity.consistency = options_.consistency.canonical();
 
   const bool checkpoints = !options_.checkpoint_dir.empty();
-  if (checkpoints && options_.checkpoint_keep < 1) {
-    return makeStatus(StatusCode::kInvalidArgument, "server {}: checkpoint_keep {} is not >= 1", server_,
-                      options_.checkpoint_keep);
+  if (checkpoints && (options_.checkpoint_keep < 1 || options_.checkpoint_keep > kMaxCheckpointKeep)) {
+    return makeStatus(StatusCode::kInvalidArgument, "server {}: checkpoint_keep {} is not in 1..{}", server_,
+                      options_.checkpoint_keep, kMaxCheckpointKeep);
   }
   if (checkpoints) POSEIDON_RETURN_IF_ERROR(checkWritableDirectory(options_.checkpoint_dir));
   POSEIDON_RETURN_IF_ERROR(publishCheckpointClocks(store, job_, server_,

@@ -38,7 +38,7 @@ struct ServerOptions {
   std::string checkpoint_dir;     // empty: no checkpoints
   uint64_t checkpoint_every = 0;  // clocks; 0: only on request
   // The newest checkpoints every server has written that this server keeps, and at most as many
-  // later ones that wait for the other servers (ps/checkpoint/checkpointer.h).
+  // later ones that wait for the other servers (ps/checkpoint/checkpointer.h); 1..kMaxCheckpointKeep.
   int checkpoint_keep = 2;
   // Load the newest checkpoint every server of the job has (see ps/resume.h).
   bool resume = false;

@@ -45,6 +45,10 @@ struct CheckpointData {
   std::span<float> state1;
 };
 
+// A server's checkpoint_keep at most: a worker tracks that many undecided clocks per server
+// (checkpoint_commits.h).
+inline constexpr int kMaxCheckpointKeep = 1000;
+
 std::string checkpointPath(const std::string& dir, uint32_t server, uint64_t clock);
 
 // Writes atomically (temporary file, fsync, rename, directory fsync). Removes nothing: which older

@@ -35,7 +35,8 @@ class CheckpointCommits {
 
  private:
   // Written clocks a server told of that nothing settled yet, at most: a server that sends too
-  // many (a peer's bug) costs bounded memory. A server holds at most checkpoint_keep of them.
+  // many (a peer's bug) costs bounded memory. A server holds at most checkpoint_keep of them
+  // (at most kMaxCheckpointKeep, checkpoint.h).
   static constexpr size_t kMaxPending = 1024;
 
   uint64_t committed_;

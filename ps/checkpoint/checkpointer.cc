@@ -74,7 +74,7 @@ void Checkpointer::onVersion(uint32_t chunk, uint64_t version, uint64_t steps, s
       slot = std::make_unique<Snapshot>();
       slot->clock = version;
       slot->missing = static_cast<uint32_t>(shard_.chunks.size());
-      const std::optional<CheckpointMiss> skip = skipReasonLocked();
+      const std::optional<CheckpointMiss> skip = skipReasonLocked(version);
       slot->skipped = skip.has_value();
       if (skip) slot->skip_reason = *skip;
       if (!slot->skipped) {
@@ -116,18 +116,30 @@ void Checkpointer::onVersion(uint32_t chunk, uint64_t version, uint64_t steps, s
   cv_.notify_all();
 }
 
-std::optional<CheckpointMiss> Checkpointer::skipReasonLocked() const {
+std::optional<CheckpointMiss> Checkpointer::skipReasonLocked(uint64_t version) const {
   const size_t awaiting_disk = complete_.size() + (writing_ ? 1 : 0);
   if (awaiting_disk >= kMaxSnapshotsAwaitingDisk) return CheckpointMiss::kSkippedBehind;
-  // Undecided files, and snapshots on their way to be such files.
-  if (undecided_.size() + awaiting_disk >= static_cast<size_t>(keep_)) return CheckpointMiss::kSkippedAwaiting;
-  return std::nullopt;
+  // Undecided files, and snapshots on their way to be such files (under SSP several clocks may be
+  // collecting at once).
+  size_t coming = awaiting_disk;
+  for (const auto& [clock, snapshot] : collecting_) {
+    if (clock != version && snapshot && !snapshot->skipped) ++coming;
+  }
+  if (undecided_.size() + coming < static_cast<size_t>(keep_)) return std::nullopt;
+  // Only this server's own snapshots fill `keep`: its own disk is what it waits for.
+  return undecided_.empty() ? CheckpointMiss::kSkippedBehind : CheckpointMiss::kSkippedAwaiting;
 }
 
 void Checkpointer::reportSkippedLocked(std::unique_lock<std::mutex>& lock) {
-  // Said once for all skipped since the last time: while the disk is behind, checkpoints may be
-  // skipped at every clock.
-  const std::vector<std::pair<uint64_t, CheckpointMiss>> said = std::exchange(skipped_, {});
+  // Said once for all skipped since the last time (while the disk is behind, checkpoints may be
+  // skipped at every clock), but in clock order: a snapshot waiting for the disk is told of first,
+  // so only the skips before it go now.
+  const auto first_later =
+      complete_.empty() ? skipped_.end() : std::find_if(skipped_.begin(), skipped_.end(), [&](const auto& skip) {
+        return skip.first > complete_.front()->clock;
+      });
+  const std::vector<std::pair<uint64_t, CheckpointMiss>> said(skipped_.begin(), first_later);
+  skipped_.erase(skipped_.begin(), first_later);
   const auto [newest, why] = said.back();
   const size_t behind = static_cast<size_t>(std::count_if(
       said.begin(), said.end(), [](const auto& skip) { return skip.second == CheckpointMiss::kSkippedBehind; }));

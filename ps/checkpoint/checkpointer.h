@@ -106,8 +106,8 @@ class Checkpointer {
   };
 
   bool dueLocked(uint64_t version) const;
-  // Why a checkpoint falling due now is skipped, or nothing.
-  std::optional<CheckpointMiss> skipReasonLocked() const;
+  // Why the checkpoint of `version`, falling due now, is skipped, or nothing.
+  std::optional<CheckpointMiss> skipReasonLocked(uint64_t version) const;
   void writerLoop();
   // Says the skipped checkpoints once for all; the lock is released meanwhile.
   void reportSkippedLocked(std::unique_lock<std::mutex>& lock);

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -181,6 +182,66 @@ TEST_F(Checkpointer, ACommitMatchingTwoFilesIsRefused) {
   ASSERT_TRUE(checkpointer->flush().isOk());
   EXPECT_EQ(files(), (std::vector<uint64_t>{1, 2, 3}));
   EXPECT_EQ(checkpointer->committed(), 2u);
+}
+
+// A disk that writes each file only when let, and says how many writes it has begun.
+class SteppedDisk {
+ public:
+  ps::WriteCheckpointFunction writer() {
+    return [this](const std::string&, const ps::CheckpointIdentity&, const ps::CheckpointData&) {
+      std::unique_lock lock(mutex_);
+      ++begun_;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return permits_ > 0; });
+      --permits_;
+      return Status::ok();
+    };
+  }
+  void letOneWrite() {
+    std::lock_guard lock(mutex_);
+    ++permits_;
+    cv_.notify_all();
+  }
+  void waitUntilBegun(int writes) {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return begun_ >= writes; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int permits_ = 0;
+  int begun_ = 0;
+};
+
+// The workers read each outcome as "this server has passed that clock", so they are told in clock
+// order even when a skip comes while an older snapshot still waits for the disk.
+TEST_F(Checkpointer, OutcomesAreToldInClockOrder) {
+  SteppedDisk disk;
+  std::vector<uint64_t> order;  // under `mutex`
+  ps::CheckpointerHooks hooks;
+  hooks.on_written = [&](uint64_t clock) {
+    std::lock_guard lock(mutex);
+    order.push_back(clock);
+  };
+  hooks.on_miss = [&](uint64_t clock, ps::CheckpointMiss, const Status&) {
+    std::lock_guard lock(mutex);
+    order.push_back(clock);
+  };
+  hooks.write = disk.writer();
+  start(/*keep=*/100, /*start_clock=*/0, hooks);
+  reach(1);  // being written
+  disk.waitUntilBegun(1);
+  reach(2);  // waits for the disk
+  reach(3);  // skipped: two wait
+  disk.letOneWrite();
+  disk.waitUntilBegun(2);  // 2 is being written
+  reach(4);                // waits for the disk
+  reach(5);                // skipped
+  for (int i = 0; i < 2; ++i) disk.letOneWrite();
+  ASSERT_TRUE(checkpointer->flush().isOk());
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(order, (std::vector<uint64_t>{1, 2, 3, 4, 5}));
 }
 
 // A resumed job's clock is on every disk: it counts as committed from the start; the files up to

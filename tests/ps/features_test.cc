@@ -236,8 +236,8 @@ TEST(PsFeatures, AServerWhoseDiskLaggedStillLeavesEveryServerAClockToResumeFrom)
     const Deadline deadline = Deadline::after(spec.deadline);
     POSEIDON_RETURN_IF_ERROR(trainWorker(client, {worker, kLagged, 5, false}, deadline));
     if (worker == 0) {
-      // Server 0 wrote 1 and, with it undecided, skipped the rest. Server 1 now writes 1 (on
-      // both disks: committed) and 2 (which server 0 passed: removed), and has skipped the rest.
+      // Server 0 wrote 1 and, with it undecided, skipped the rest; server 1 skipped 2 to 8 with 1
+      // still on its way to the disk. Now server 1 writes 1: on both disks, committed.
       slow.open();
       POSEIDON_RETURN_IF_ERROR(waitForCheckpoints(checkpoints, {{1}, {1}}));
     }

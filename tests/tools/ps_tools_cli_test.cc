@@ -57,7 +57,7 @@ TEST(PsToolsCli, BadValuesExitTwoNamingTheOption) {
       {job({"--rank", "1", "--chunk-bytes", "-8"}), "'-8': expected a positive size"},
       {job({"--rank", "1", "--chunk-bytes", "-8K"}), "'-8K': expected a positive size"},
       {job({"--rank", "1", "--chunk-bytes", "-4b"}), "'-4b': expected a positive size"},
-      {job({"--rank", "1", "--checkpoint-keep", "0"}), "0 is out of range: expected 1 to 1000000"},
+      {job({"--rank", "1", "--checkpoint-keep", "0"}), "0 is out of range: expected 1 to 1000"},
       // A mistyped checkpoint directory is an error, not a silent start from clock 0.
       {job({"--rank", "1", "--resume", "--checkpoint-dir", "/nonexistent/poseidon-ckpt"}),
        "'/nonexistent/poseidon-ckpt' is not a directory"},

@@ -40,7 +40,7 @@ void addServerOptions(CLI::App& app, ServerCommandLine& c) {
                  "Keep the newest N checkpoints every server has written, and at most N later ones that wait "
                  "for the other servers (default 2)")
       ->type_name("N")
-      ->check(readableRange(1, 1'000'000));
+      ->check(readableRange(1, ps::kMaxCheckpointKeep));
   auto* resume = app.add_flag("--resume", c.resume,
                               "Continue from the newest checkpoint every server of the job has; --checkpoint-dir "
                               "must exist");
