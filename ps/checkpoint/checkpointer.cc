@@ -195,8 +195,9 @@ void Checkpointer::writeOldestLocked(std::unique_lock<std::mutex>& lock) {
   data.state0 = snapshot->state0;
   data.state1 = snapshot->state1;
   const Status status = write_(dir_, identity_, data);
-  if (!status.isOk())
+  if (!status.isOk()) {
     spdlog::error("server {}: checkpoint at clock {}: {}", identity_.server, data.clock, status.toString());
+  }
   lock.lock();
   writing_ = false;
   told_ = std::max(told_, data.clock);
