@@ -75,6 +75,26 @@ constexpr Imm decodeImm(uint32_t imm) {
              (imm >> kImmValueBits) & (kMaxChunksPerServer - 1), imm & kImmValueMask};
 }
 
+// The smallest value >= lower whose low `bits` bits are `low`.
+constexpr uint64_t widenAtLeast(uint64_t lower, uint64_t low, uint32_t bits) {
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  const uint64_t candidate = (lower & ~mask) | (low & mask);
+  return candidate >= lower ? candidate : candidate + (uint64_t{1} << bits);
+}
+
+// The largest value <= upper whose low `bits` bits are `low`, or nothing below 0.
+constexpr bool widenAtMost(uint64_t upper, uint64_t low, uint32_t bits, uint64_t& value) {
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  const uint64_t candidate = (upper & ~mask) | (low & mask);
+  if (candidate <= upper) {
+    value = candidate;
+    return true;
+  }
+  if (candidate < (uint64_t{1} << bits)) return false;
+  value = candidate - (uint64_t{1} << bits);
+  return true;
+}
+
 // The largest value <= upper whose low bits are `low` (the sender's value is known not to exceed
 // upper and to lie within the window below it).
 constexpr uint64_t widenAtMost(uint64_t upper, uint32_t low) {
@@ -84,10 +104,6 @@ constexpr uint64_t widenAtMost(uint64_t upper, uint32_t low) {
 }
 
 // The smallest value >= lower whose low bits are `low`.
-constexpr uint64_t widenAtLeast(uint64_t lower, uint32_t low) {
-  const uint64_t candidate = (lower & ~uint64_t{kImmValueMask}) | (low & kImmValueMask);
-  if (candidate >= lower) return candidate;
-  return candidate + kImmValueWindow;
-}
+constexpr uint64_t widenAtLeast(uint64_t lower, uint32_t low) { return widenAtLeast(lower, low, kImmValueBits); }
 
 }  // namespace poseidon::ps

@@ -16,7 +16,7 @@ CheckpointCommits::Heard CheckpointCommits::onOutcome(int server, uint64_t low, 
   const size_t s = static_cast<size_t>(server);
   Heard heard;
   // A server tells of its clocks in ascending order, so the next one is after its last.
-  heard.clock = widenClockAtLeast(passed_[s] + 1, low, bits);
+  heard.clock = widenAtLeast(passed_[s] + 1, low, bits);
   passed_[s] = heard.clock;
   if (written) {
     std::set<uint64_t>& mine = pending_[s];

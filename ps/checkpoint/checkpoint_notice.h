@@ -51,24 +51,4 @@ constexpr CheckpointNotice decodeCheckpointNotice(const Imm& imm, uint32_t code_
           (uint64_t{imm.chunk >> code_bits} << kImmValueBits) | imm.value};
 }
 
-// The smallest clock >= lower whose low `bits` bits are `low`.
-constexpr uint64_t widenClockAtLeast(uint64_t lower, uint64_t low, uint32_t bits) {
-  const uint64_t mask = (uint64_t{1} << bits) - 1;
-  const uint64_t candidate = (lower & ~mask) | (low & mask);
-  return candidate >= lower ? candidate : candidate + (uint64_t{1} << bits);
-}
-
-// The largest clock <= upper whose low `bits` bits are `low`, or nothing below 0.
-constexpr bool widenClockAtMost(uint64_t upper, uint64_t low, uint32_t bits, uint64_t& clock) {
-  const uint64_t mask = (uint64_t{1} << bits) - 1;
-  const uint64_t candidate = (upper & ~mask) | (low & mask);
-  if (candidate <= upper) {
-    clock = candidate;
-    return true;
-  }
-  if (candidate < (uint64_t{1} << bits)) return false;
-  clock = candidate - (uint64_t{1} << bits);
-  return true;
-}
-
 }  // namespace poseidon::ps

@@ -263,7 +263,7 @@ bool Checkpointer::commit(uint64_t low, uint32_t bits) {
 bool Checkpointer::passedByAll(uint64_t low, uint32_t bits) {
   std::lock_guard lock(mutex_);
   uint64_t clock = 0;
-  if (!widenClockAtMost(told_, low, bits, clock)) return false;
+  if (!widenAtMost(told_, low, bits, clock)) return false;
   if (clock <= passed_by_all_) return true;
   passed_by_all_ = clock;
   undecided_.erase(undecided_.begin(), undecided_.upper_bound(clock));

@@ -76,9 +76,9 @@ TEST(CheckpointNotice, ClockBitsBesideTheCodeRoundTrip) {
   EXPECT_EQ(notice.code, 4u);
   EXPECT_EQ(notice.clock_low, clock & ((uint64_t{1} << kBits) - 1));
   uint64_t widened = 0;
-  ASSERT_TRUE(ps::widenClockAtMost(clock + 7, notice.clock_low, kBits, widened));
+  ASSERT_TRUE(ps::widenAtMost(clock + 7, notice.clock_low, kBits, widened));
   EXPECT_EQ(widened, clock);
-  EXPECT_FALSE(ps::widenClockAtMost(3, 5, kBits, widened));
+  EXPECT_FALSE(ps::widenAtMost(3, 5, kBits, widened));
 }
 
 }  // namespace
