@@ -696,7 +696,10 @@ Result<std::unique_ptr<Server>> Server::start(transport::Context& context, trans
     return makeStatus(StatusCode::kInvalidArgument, "the chunk layout is for {} servers; the job has {}",
                       layout.servers(), job.servers);
   }
-  const ServerSetUp set_up{&options.optimizer, options.average};
+  const ServerSetUp set_up{&options.optimizer, options.average,
+                           options.checkpoint_dir.empty()
+                               ? std::string("off")
+                               : fmt::format("every {}, keep {}", options.checkpoint_every, options.checkpoint_keep)};
   POSEIDON_RETURN_IF_ERROR(
       agreeOnPsJob(store, job, context.rank(), model, layout, options.consistency, &set_up, deadline));
   auto server = std::make_unique<ServerImpl>(context, layout, job, options, context.rank() - job.workers);

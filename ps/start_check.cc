@@ -34,6 +34,7 @@ Status agreeOnPsJob(transport::bootstrap::Store& store, const PsJob& job, int ra
   model::Fingerprint server_items;
   server_items.add("ps.optimizer", server->optimizer->canonical());
   server_items.add("ps.average", server->average ? "true" : "false");
+  server_items.add("ps.checkpoints", server->checkpoints);
   return scheme::agreeOnStart(store, servers, rank, server_items, deadline);
 }
 

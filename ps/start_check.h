@@ -9,6 +9,8 @@
 // optimizer and whether they average, which only they hold.
 #pragma once
 
+#include <string>
+
 #include "common/deadline.h"
 #include "common/status.h"
 #include "kernels/optimizer_config.h"
@@ -24,6 +26,9 @@ namespace poseidon::ps {
 struct ServerSetUp {
   const kernels::OptimizerConfig* optimizer = nullptr;
   bool average = true;
+  // "off", or the schedule and keep ("every 10, keep 2"): servers that checkpoint differently
+  // never share a clock to resume from (ps/checkpoint/checkpointer.h), so they are refused at start.
+  std::string checkpoints = "off";
 };
 
 // `server` is null on a worker.

@@ -1,7 +1,8 @@
 // The start-up check of a PS job, each rank in its own process: one rank started with another
-// tensor size, chunk size, worker count, consistency model or (a server) optimizer makes every
-// rank exit non-zero within the start-up deadline, each naming the ranks and the first differing
-// item — instead of training silently wrong parameters or timing out without a cause.
+// tensor size, chunk size, worker count, consistency model or (a server) optimizer or checkpoint
+// schedule makes every rank exit non-zero within the start-up deadline, each naming the ranks and
+// the first differing item — instead of training silently wrong parameters or timing out without
+// a cause.
 #include <gtest/gtest.h>
 
 #include "tests/ps/ps_job_launch.h"
@@ -54,7 +55,9 @@ INSTANTIATE_TEST_SUITE_P(Kinds, PsStartCheck,
                              Mismatch{"worker_count", 0, "--workers", "3", "ps.workers = "},
                              Mismatch{"consistency", 1, "--consistency", "ssp:2", "ps.consistency = "},
                              // Only servers hold the optimizer; the workers read the servers' comparison.
-                             Mismatch{"server_optimizer", 3, "--optimizer", "sgd:lr=0.5", "ps.optimizer = "}),
+                             Mismatch{"server_optimizer", 3, "--optimizer", "sgd:lr=0.5", "ps.optimizer = "},
+                             // One server checkpoints and the other not: their files would never share a clock.
+                             Mismatch{"server_checkpoints", 2, "--checkpoint-dir", "/tmp", "ps.checkpoints = "}),
                          [](const ::testing::TestParamInfo<Mismatch>& param_info) {
                            return std::string(param_info.param.name);
                          });
