@@ -12,7 +12,7 @@
 namespace poseidon::testing {
 namespace {
 
-constexpr uint32_t kBits = ps::noticeClockBits(ps::kOutcomeCodeBits);
+constexpr uint32_t kOutcomeBits = ps::noticeClockBits(ps::kOutcomeCodeBits);
 constexpr bool kWritten = true;
 constexpr bool kSkipped = false;
 
@@ -20,7 +20,7 @@ using Heard = ps::CheckpointCommits::Heard;
 
 TEST(CheckpointCommits, WhatEveryServerWroteIsCommittedAndWhatAllPassedIsSaidOnce) {
   ps::CheckpointCommits commits(3, 0);
-  auto heard = [&](int server, uint64_t clock) { return commits.onOutcome(server, clock, kBits, kWritten); };
+  auto heard = [&](int server, uint64_t clock) { return commits.onOutcome(server, clock, kOutcomeBits, kWritten); };
   EXPECT_EQ(heard(0, 10).committed, std::nullopt);
   EXPECT_EQ(heard(1, 10).committed, std::nullopt);
   EXPECT_EQ(heard(0, 20).passed_by_all, std::nullopt);
@@ -41,31 +41,31 @@ TEST(CheckpointCommits, WhatEveryServerWroteIsCommittedAndWhatAllPassedIsSaidOnc
 
 TEST(CheckpointCommits, SkippedAndFailedClocksArePassedNotWritten) {
   ps::CheckpointCommits commits(2, 0);
-  EXPECT_EQ(commits.onOutcome(0, 10, kBits, kWritten).committed, std::nullopt);
-  const Heard skipped = commits.onOutcome(1, 10, kBits, kSkipped);
+  EXPECT_EQ(commits.onOutcome(0, 10, kOutcomeBits, kWritten).committed, std::nullopt);
+  const Heard skipped = commits.onOutcome(1, 10, kOutcomeBits, kSkipped);
   EXPECT_EQ(skipped.clock, 10u);
   EXPECT_EQ(skipped.committed, std::nullopt);
   EXPECT_EQ(skipped.passed_by_all, std::optional<uint64_t>(10));
-  EXPECT_EQ(commits.onOutcome(1, 20, kBits, kWritten).committed, std::nullopt);
-  EXPECT_EQ(commits.onOutcome(0, 20, kBits, kWritten).committed, std::optional<uint64_t>(20));
+  EXPECT_EQ(commits.onOutcome(1, 20, kOutcomeBits, kWritten).committed, std::nullopt);
+  EXPECT_EQ(commits.onOutcome(0, 20, kOutcomeBits, kWritten).committed, std::optional<uint64_t>(20));
   EXPECT_EQ(commits.committed(), 20u);
   EXPECT_EQ(commits.passedByAll(), 20u);
 }
 
 TEST(CheckpointCommits, ClocksAreWidenedPastTheResumedOneAndTheWindow) {
-  const uint64_t start = 3 * (uint64_t{1} << kBits) + 100;  // resumed there
+  const uint64_t start = 3 * (uint64_t{1} << kOutcomeBits) + 100;  // resumed there
   ps::CheckpointCommits commits(2, start);
-  const uint64_t next = start + (uint64_t{1} << kBits) - 50;  // its low bits are below start's
-  const uint64_t low = next & ((uint64_t{1} << kBits) - 1);
-  EXPECT_EQ(commits.onOutcome(0, low, kBits, kWritten).clock, next);
-  EXPECT_EQ(commits.onOutcome(1, low, kBits, kWritten).committed, std::optional<uint64_t>(next));
+  const uint64_t next = start + (uint64_t{1} << kOutcomeBits) - 50;  // its low bits are below start's
+  const uint64_t low = next & ((uint64_t{1} << kOutcomeBits) - 1);
+  EXPECT_EQ(commits.onOutcome(0, low, kOutcomeBits, kWritten).clock, next);
+  EXPECT_EQ(commits.onOutcome(1, low, kOutcomeBits, kWritten).committed, std::optional<uint64_t>(next));
 }
 
 TEST(CheckpointCommits, ASingleServerCommitsEachFile) {
   ps::CheckpointCommits commits(1, 5);
-  EXPECT_EQ(commits.onOutcome(0, 6, kBits, kWritten).committed, std::optional<uint64_t>(6));
-  EXPECT_EQ(commits.onOutcome(0, 7, kBits, kSkipped).committed, std::nullopt);
-  EXPECT_EQ(commits.onOutcome(0, 8, kBits, kWritten).committed, std::optional<uint64_t>(8));
+  EXPECT_EQ(commits.onOutcome(0, 6, kOutcomeBits, kWritten).committed, std::optional<uint64_t>(6));
+  EXPECT_EQ(commits.onOutcome(0, 7, kOutcomeBits, kSkipped).committed, std::nullopt);
+  EXPECT_EQ(commits.onOutcome(0, 8, kOutcomeBits, kWritten).committed, std::optional<uint64_t>(8));
 }
 
 TEST(CheckpointNotice, ClockBitsBesideTheCodeRoundTrip) {
@@ -74,11 +74,11 @@ TEST(CheckpointNotice, ClockBitsBesideTheCodeRoundTrip) {
   const ps::CheckpointNotice notice = ps::decodeCheckpointNotice(ps::decodeImm(imm), ps::kOutcomeCodeBits);
   EXPECT_EQ(ps::decodeImm(imm).type, 6);
   EXPECT_EQ(notice.code, 4u);
-  EXPECT_EQ(notice.clock_low, clock & ((uint64_t{1} << kBits) - 1));
+  EXPECT_EQ(notice.clock_low, clock & ((uint64_t{1} << kOutcomeBits) - 1));
   uint64_t widened = 0;
-  ASSERT_TRUE(ps::widenAtMost(clock + 7, notice.clock_low, kBits, widened));
+  ASSERT_TRUE(ps::widenAtMost(clock + 7, notice.clock_low, kOutcomeBits, widened));
   EXPECT_EQ(widened, clock);
-  EXPECT_FALSE(ps::widenAtMost(3, 5, kBits, widened));
+  EXPECT_FALSE(ps::widenAtMost(3, 5, kOutcomeBits, widened));
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ namespace {
 
 constexpr uint32_t kChunks = 2;
 constexpr uint64_t kChunkFloats = 16;
-constexpr uint32_t kBits = ps::noticeClockBits(ps::kSettledCodeBits);
+constexpr uint32_t kSettledBits = ps::noticeClockBits(ps::kSettledCodeBits);
 
 struct Miss {
   uint64_t clock;
@@ -139,13 +139,13 @@ TEST_F(Checkpointer, FilesNotEveryServerHasPassedStayAndAtMostKeepOfThemWait) {
   EXPECT_EQ(said[1].clock, 4u);
 
   // Every server has 1: 2 alone waits, so 5 is taken; 6 is not.
-  EXPECT_TRUE(checkpointer->commit(1, kBits));
+  EXPECT_TRUE(checkpointer->commit(1, kSettledBits));
   step(5);
   step(6);
   EXPECT_EQ(files(), (std::vector<uint64_t>{1, 2, 5}));
 
   // Every server has 5: 1 is older than the newest 2 up to it; 7 and 8 are taken.
-  EXPECT_TRUE(checkpointer->commit(5, kBits));
+  EXPECT_TRUE(checkpointer->commit(5, kSettledBits));
   ASSERT_TRUE(checkpointer->flush().isOk());
   EXPECT_EQ(files(), (std::vector<uint64_t>{2, 5}));
   step(7);
@@ -153,16 +153,16 @@ TEST_F(Checkpointer, FilesNotEveryServerHasPassedStayAndAtMostKeepOfThemWait) {
   EXPECT_EQ(files(), (std::vector<uint64_t>{2, 5, 7, 8}));
 
   // Every server passed 7 and some skipped it: it goes, 8 waits, 9 is taken.
-  EXPECT_TRUE(checkpointer->passedByAll(7, kBits));
+  EXPECT_TRUE(checkpointer->passedByAll(7, kSettledBits));
   step(9);
   EXPECT_EQ(files(), (std::vector<uint64_t>{2, 5, 8, 9}));
 
   // Words it cannot place change nothing: an older commit, clocks it has no file of.
-  EXPECT_FALSE(checkpointer->commit(2, kBits));
-  EXPECT_FALSE(checkpointer->commit(7, kBits));
-  EXPECT_FALSE(checkpointer->commit(10, kBits));
+  EXPECT_FALSE(checkpointer->commit(2, kSettledBits));
+  EXPECT_FALSE(checkpointer->commit(7, kSettledBits));
+  EXPECT_FALSE(checkpointer->commit(10, kSettledBits));
   EXPECT_EQ(checkpointer->committed(), 5u);
-  EXPECT_TRUE(checkpointer->commit(9, kBits));
+  EXPECT_TRUE(checkpointer->commit(9, kSettledBits));
   ASSERT_TRUE(checkpointer->flush().isOk());
   EXPECT_EQ(files(), (std::vector<uint64_t>{8, 9}));
   EXPECT_EQ(toldWritten(), (std::vector<uint64_t>{1, 2, 5, 7, 8, 9}));
