@@ -141,6 +141,10 @@ class ClientImpl final : public Client {
   uint64_t version(size_t layer) const override;
   size_t layerCount() const override { return layers_.size(); }
   Status requestCheckpoint(uint64_t clock) override;
+  uint64_t committedCheckpoint() const override {
+    std::lock_guard lock(mutex_);
+    return checkpoint_commits_.committed();
+  }
   Status finish(Deadline deadline) override;
 
  private:

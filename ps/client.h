@@ -84,6 +84,10 @@ class Client {
   // A server that could not (no directory, a failed write) tells this worker, which logs it and
   // returns it from the next call (whose own request is still sent).
   virtual Status requestCheckpoint(uint64_t clock) = 0;
+  // The newest checkpoint clock every server has written a file of, as this worker has heard (the
+  // job can resume from it; the start clock until one is). Servers told it before this worker's
+  // later pushes reach them.
+  virtual uint64_t committedCheckpoint() const = 0;
   // Tells every server this worker is done; waits for outstanding requests first.
   virtual Status finish(Deadline deadline) = 0;
 };

@@ -195,19 +195,17 @@ TEST(PsFeatures, CheckpointsSkippedWhileTheDiskIsBehindAreToldToTheWorkersOnce) 
       << refusal.message();
 }
 
-// Until both servers' files are `expected` (each's clocks, ascending), or a timeout.
-Status waitForCheckpoints(const std::string& dir, const std::vector<std::vector<uint64_t>>& expected) {
+// Until server 0's and server 1's files are `server0` and `server1`, or a timeout naming them.
+Status waitForCheckpoints(const std::string& dir, const std::vector<uint64_t>& server0,
+                          const std::vector<uint64_t>& server1) {
   const Deadline deadline = Deadline::after(scaled(std::chrono::seconds(20)));
-  std::vector<std::vector<uint64_t>> files;
   for (;;) {
-    files.clear();
-    for (size_t server = 0; server < expected.size(); ++server) {
-      files.push_back(ps::listCheckpoints(dir, static_cast<uint32_t>(server)));
-    }
-    if (files == expected) return Status::ok();
+    const std::vector<uint64_t> files0 = ps::listCheckpoints(dir, 0);
+    const std::vector<uint64_t> files1 = ps::listCheckpoints(dir, 1);
+    if (files0 == server0 && files1 == server1) return Status::ok();
     if (deadline.expired()) {
-      return makeStatus(StatusCode::kTimeout, "server 0 has checkpoints [{}] and server 1 [{}]",
-                        fmt::join(files[0], ","), fmt::join(files[1], ","));
+      return makeStatus(StatusCode::kTimeout, "server 0 has checkpoints [{}] and server 1 [{}]", fmt::join(files0, ","),
+                        fmt::join(files1, ","));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -215,16 +213,19 @@ Status waitForCheckpoints(const std::string& dir, const std::vector<std::vector<
 
 // Servers skip different checkpoints (each is behind on its own disk), so none removes a file
 // every server might yet have: a server whose disk lagged still leaves the job a clock to resume
-// from, and what no server can still share goes once the workers say so. Here server 1's disk
-// holds its first file until 8 clocks are trained; each server keeps 1. (Each server keeping its
-// own newest file, as before, left nothing to resume from: server 0 had clock 12 and server 1
-// clock 2 in this test's first form, 12 clocks with the disk held to the end.)
+// from, and what no server can still share goes once the workers say so. Each server keeps 1.
+// Checkpoints at clocks 2, 4 and 6; server 1's disk holds its first file until 8 clocks are
+// trained, so server 0 writes 2 and, with it undecided, skips 4 and 6, and server 1 skips them
+// with 2 on its way to the disk. (Keeping each server's own newest file, as before, left nothing
+// to resume from: server 0 had clock 12 and server 1 clock 2 in this test's first form.)
 TEST(PsFeatures, AServerWhoseDiskLaggedStillLeavesEveryServerAClockToResumeFrom) {
   constexpr uint64_t kLagged = 8;
+  constexpr uint64_t kLater = 12;
   constexpr uint64_t kClocks = 16;
   TempDir dir;
   HeldDisk slow(/*write_files=*/true);
   ClusterSpec spec = checkpointingEveryClock(dir, 2);
+  spec.server.checkpoint_every = 0;  // on request only
   spec.server.checkpoint_keep = 1;
   spec.server.checkpoint_writer = [&slow, slow_writer = slow.writer()](const std::string& path,
                                                                        const ps::CheckpointIdentity& identity,
@@ -234,39 +235,36 @@ TEST(PsFeatures, AServerWhoseDiskLaggedStillLeavesEveryServerAClockToResumeFrom)
   const std::string& checkpoints = spec.server.checkpoint_dir;
   spec.train = [&](ps::Client& client, int worker) -> Status {
     const Deadline deadline = Deadline::after(spec.deadline);
+    if (worker == 0) {
+      for (uint64_t clock : {2, 4, 6}) (void)client.requestCheckpoint(clock);
+    }
     POSEIDON_RETURN_IF_ERROR(trainWorker(client, {worker, kLagged, 5, false}, deadline));
     if (worker == 0) {
-      // Server 0 wrote 1 and, with it undecided, skipped the rest; server 1 skipped 2 to 8 with 1
-      // still on its way to the disk. Now server 1 writes 1: on both disks, committed.
+      // Server 1 writes 2: on both disks, committed. The servers hear it before this worker's
+      // next pushes, so both are free again when clock 12 falls due.
       slow.open();
-      POSEIDON_RETURN_IF_ERROR(waitForCheckpoints(checkpoints, {{1}, {1}}));
-    }
-    // Both disks keep up from here: a later clock is committed on both, and 1 goes.
-    POSEIDON_RETURN_IF_ERROR(trainWorker(client, {worker, kClocks, 5, false, kLagged}, deadline));
-    if (worker == 0) {
-      for (;;) {
-        const std::vector<uint64_t> server0 = ps::listCheckpoints(checkpoints, 0);
-        if (server0.size() == 1 && server0[0] > kLagged && ps::listCheckpoints(checkpoints, 1) == server0) break;
-        if (deadline.expired()) {
-          return makeStatus(StatusCode::kTimeout, "server 0 has [{}], server 1 [{}]", fmt::join(server0, ","),
-                            fmt::join(ps::listCheckpoints(checkpoints, 1), ","));
-        }
+      while (client.committedCheckpoint() < 2) {
+        if (deadline.expired()) return makeStatus(StatusCode::kTimeout, "clock 2 was never committed");
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
+      if (ps::listCheckpoints(checkpoints, 0) != std::vector<uint64_t>{2}) {
+        return makeStatus(StatusCode::kInternal, "server 0 has [{}], expected [2]",
+                          fmt::join(ps::listCheckpoints(checkpoints, 0), ","));
+      }
+      (void)client.requestCheckpoint(kLater);
+    }
+    POSEIDON_RETURN_IF_ERROR(trainWorker(client, {worker, kClocks, 5, false, kLagged}, deadline));
+    if (worker == 0) {
+      // 12 is committed on both, and 2 goes.
+      POSEIDON_RETURN_IF_ERROR(waitForCheckpoints(checkpoints, {kLater}, {kLater}));
     }
     return client.finish(deadline);
   };
   const ClusterRun run = runCluster(spec);
   for (int s = 0; s < 2; ++s) ASSERT_TRUE(run.server_status[s].isOk()) << run.server_status[s].toString();
   for (int w = 0; w < 2; ++w) ASSERT_TRUE(run.worker_status[w].isOk()) << run.worker_status[w].toString();
-  // Outcomes told after the workers left settle nothing: a file may be left undecided beside.
-  const std::vector<uint64_t> server0 = ps::listCheckpoints(checkpoints, 0);
-  const std::vector<uint64_t> server1 = ps::listCheckpoints(checkpoints, 1);
-  std::vector<uint64_t> common;
-  std::set_intersection(server0.begin(), server0.end(), server1.begin(), server1.end(), std::back_inserter(common));
-  ASSERT_FALSE(common.empty()) << fmt::format("server 0 has [{}], server 1 [{}]", fmt::join(server0, ","),
-                                              fmt::join(server1, ","));
-  EXPECT_GT(common.back(), kLagged);
+  ASSERT_EQ(ps::listCheckpoints(checkpoints, 0), std::vector<uint64_t>{kLater});
+  ASSERT_EQ(ps::listCheckpoints(checkpoints, 1), std::vector<uint64_t>{kLater});
 
   // The resumed job (BSP) ends with the bits of one that never stopped.
   spec.server.resume = true;
@@ -278,7 +276,7 @@ TEST(PsFeatures, AServerWhoseDiskLaggedStillLeavesEveryServerAClockToResumeFrom)
   };
   const ClusterRun resumed = runCluster(spec);
   for (int w = 0; w < 2; ++w) ASSERT_TRUE(resumed.worker_status[w].isOk()) << resumed.worker_status[w].toString();
-  EXPECT_EQ(resumed_at.load(), common.back());
+  EXPECT_EQ(resumed_at.load(), kLater);
   const std::vector<float> expected = referenceTraining(spec.server.optimizer, spec.workers, kClocks + 4);
   for (int w = 0; w < 2; ++w) EXPECT_TRUE(sameBits(resumed.worker_params[w], expected)) << "worker " << w;
 }
