@@ -202,7 +202,6 @@ void Checkpointer::writeOldestLocked(std::unique_lock<std::mutex>& lock) {
   writing_ = false;
   told_ = std::max(told_, data.clock);
   if (status.isOk()) {
-    last_written_ = std::max(last_written_, data.clock);
     undecided_.insert(data.clock);
   } else if (first_error_.isOk()) {
     first_error_ = status;
@@ -281,11 +280,6 @@ Status Checkpointer::flush() {
   std::unique_lock lock(mutex_);
   cv_.wait(lock, [&] { return complete_.empty() && !writing_ && skipped_.empty() && !prune_due_ && !busy_; });
   return first_error_;
-}
-
-uint64_t Checkpointer::lastWritten() const {
-  std::lock_guard lock(mutex_);
-  return last_written_;
 }
 
 }  // namespace poseidon::ps

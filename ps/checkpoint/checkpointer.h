@@ -82,8 +82,6 @@ class Checkpointer {
   // Waits until every complete snapshot is on disk and told, every skip said, and the files the
   // committed clock let go are gone; returns the first write failure.
   Status flush();
-  // The clock of the newest checkpoint written (0: none yet).
-  uint64_t lastWritten() const;
   // Every server has written its checkpoint of the clock whose low `bits` bits are `low`: the
   // files before it but the newest `keep` may go. True when that is one of this run's files newer
   // than the committed clock (or the committed clock itself); false for an older clock (a word
@@ -141,7 +139,6 @@ class Checkpointer {
   bool busy_ = false;  // the writer thread tells, reports or prunes, without the lock
   bool stopping_ = false;
   Status first_error_;
-  uint64_t last_written_ = 0;
   std::thread writer_;
 };
 
