@@ -243,10 +243,13 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
                       options_.checkpoint_keep, kMaxCheckpointKeep);
   }
   if (checkpoints) POSEIDON_RETURN_IF_ERROR(checkWritableDirectory(options_.checkpoint_dir));
-  POSEIDON_RETURN_IF_ERROR(publishCheckpointClocks(store, job_, server_,
-                                                   checkpoints && options_.resume
-                                                       ? listCheckpoints(options_.checkpoint_dir, identity.server)
-                                                       : std::vector<uint64_t>{}));
+  HeldCheckpoints held;
+  held.resume = options_.resume;
+  if (checkpoints) {
+    held.clocks = listCheckpoints(options_.checkpoint_dir, identity.server);
+    held.dir = options_.checkpoint_dir;
+  }
+  POSEIDON_RETURN_IF_ERROR(publishCheckpointClocks(store, job_, server_, held));
   POSEIDON_RETURN_IF_ERROR(publishServerRegions(store, job_, server_, *params_region_, *slots_region_));
   auto resume = agreeResumeClock(store, job_, deadline);
   if (!resume) return resume.status();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "transport/bootstrap/store_view.h"
@@ -12,12 +13,13 @@ namespace poseidon::ps {
 
 namespace {
 
-// "<job>/checkpoints/<server>": the clocks each server has a complete checkpoint of.
+// "<job>/checkpoints/<server>": "resume;<clocks>;<dir>" or "fresh;<clocks>;<dir>", the clocks
+// comma-separated. The directory comes last: a path may hold ';' and ','.
 transport::bootstrap::StoreView clocksOf(transport::bootstrap::Store& store, const PsJob& job) {
   return transport::bootstrap::StoreView(store, job.name).child("checkpoints");
 }
 
-Result<std::vector<uint64_t>> parseClocks(const std::string& key, const std::string& text) {
+Result<std::vector<uint64_t>> parseClocks(const std::string& key, const std::string& value, std::string_view text) {
   std::vector<uint64_t> clocks;
   size_t at = 0;
   while (at < text.size()) {
@@ -26,7 +28,8 @@ Result<std::vector<uint64_t>> parseClocks(const std::string& key, const std::str
     uint64_t clock = 0;
     const auto [stop, error] = std::from_chars(text.data() + at, text.data() + end, clock);
     if (error != std::errc() || stop != text.data() + end || end == at) {
-      return makeStatus(StatusCode::kProtocolError, "store key {} holds '{}', not a list of clocks", key, text);
+      return makeStatus(StatusCode::kProtocolError, "store key {} holds '{}': '{}' is not a list of clocks", key, value,
+                        text);
     }
     clocks.push_back(clock);
     at = end + 1;
@@ -34,62 +37,109 @@ Result<std::vector<uint64_t>> parseClocks(const std::string& key, const std::str
   return clocks;
 }
 
-// "server 0 has clocks 18-20, server 1 has none": a run of consecutive clocks as a range.
-std::string describeClocks(const std::vector<std::vector<uint64_t>>& published) {
+Result<HeldCheckpoints> parseHeld(const std::string& key, const std::string& value) {
+  const size_t mode_end = value.find(';');
+  const size_t clocks_end = mode_end == std::string::npos ? std::string::npos : value.find(';', mode_end + 1);
+  if (clocks_end == std::string::npos) {
+    return makeStatus(StatusCode::kProtocolError,
+                      "store key {} holds '{}', expected 'resume;<clocks>;<dir>' or "
+                      "'fresh;<clocks>;<dir>'",
+                      key, value);
+  }
+  const std::string_view mode = std::string_view(value).substr(0, mode_end);
+  if (mode != "resume" && mode != "fresh") {
+    return makeStatus(StatusCode::kProtocolError, "store key {} holds '{}': '{}' is neither resume nor fresh", key,
+                      value, mode);
+  }
+  auto clocks = parseClocks(key, value, std::string_view(value).substr(mode_end + 1, clocks_end - mode_end - 1));
+  if (!clocks) return clocks.status();
+  std::sort(clocks->begin(), clocks->end());
+  return HeldCheckpoints{mode == "resume", std::move(*clocks), value.substr(clocks_end + 1)};
+}
+
+// "18-20", "4,8-10": runs of consecutive clocks as ranges.
+std::string describeRuns(const std::vector<uint64_t>& clocks) {
+  std::vector<std::string> runs;
+  for (size_t first = 0; first < clocks.size();) {
+    size_t last = first;
+    while (last + 1 < clocks.size() && clocks[last + 1] == clocks[last] + 1) ++last;
+    runs.push_back(last == first ? std::to_string(clocks[first]) : fmt::format("{}-{}", clocks[first], clocks[last]));
+    first = last + 1;
+  }
+  return fmt::format("{}", fmt::join(runs, ","));
+}
+
+// "server 0 has clocks 18-20, server 1 has none".
+std::string describeClocks(const std::vector<HeldCheckpoints>& published) {
   std::vector<std::string> parts;
   for (size_t server = 0; server < published.size(); ++server) {
-    const std::vector<uint64_t>& clocks = published[server];
-    if (clocks.empty()) {
-      parts.push_back(fmt::format("server {} has none", server));
-      continue;
+    const HeldCheckpoints& held = published[server];
+    if (held.clocks.empty()) {
+      parts.push_back(fmt::format("server {} has none{}", server, held.resume ? "" : " (not resuming)"));
+    } else {
+      parts.push_back(fmt::format("server {} has clock{} {}", server, held.clocks.size() == 1 ? "" : "s",
+                                  describeRuns(held.clocks)));
     }
-    std::vector<std::string> runs;
-    for (size_t first = 0; first < clocks.size();) {
-      size_t last = first;
-      while (last + 1 < clocks.size() && clocks[last + 1] == clocks[last] + 1) ++last;
-      runs.push_back(last == first ? std::to_string(clocks[first]) : fmt::format("{}-{}", clocks[first], clocks[last]));
-      first = last + 1;
-    }
-    parts.push_back(
-        fmt::format("server {} has clock{} {}", server, clocks.size() == 1 ? "" : "s", fmt::join(runs, ",")));
   }
   return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// The servers started fresh beside an earlier run's checkpoints, each with its directory.
+Status refuseFreshStartsBesideCheckpoints(const std::vector<HeldCheckpoints>& published) {
+  std::vector<std::string> fresh;
+  for (size_t server = 0; server < published.size(); ++server) {
+    const HeldCheckpoints& held = published[server];
+    if (held.resume || held.clocks.empty()) continue;
+    fresh.push_back(fmt::format("server {}'s directory '{}' holds its checkpoint{} of clock{} {}", server, held.dir,
+                                held.clocks.size() == 1 ? "" : "s", held.clocks.size() == 1 ? "" : "s",
+                                describeRuns(held.clocks)));
+  }
+  if (fresh.empty()) return Status::ok();
+  return makeStatus(StatusCode::kInvalidArgument,
+                    "started without resuming, but {}, of an earlier run; resume to go on from them, or remove them "
+                    "(server-<s>.clock-<T>.ckpt) or give the servers empty directories to train from clock 0 (a run "
+                    "beside them could later resume into a mix of the two runs)",
+                    fmt::join(fresh, "; "));
 }
 
 }  // namespace
 
 Status publishCheckpointClocks(transport::bootstrap::Store& store, const PsJob& job, int server,
-                               const std::vector<uint64_t>& clocks) {
+                               const HeldCheckpoints& held) {
   transport::bootstrap::StoreView clocks_of = clocksOf(store, job);
-  return transport::bootstrap::setString(clocks_of, std::to_string(server), fmt::format("{}", fmt::join(clocks, ",")));
+  return transport::bootstrap::setString(
+      clocks_of, std::to_string(server),
+      fmt::format("{};{};{}", held.resume ? "resume" : "fresh", fmt::join(held.clocks, ","), held.dir));
 }
 
 Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job, Deadline deadline) {
   transport::bootstrap::StoreView clocks_of = clocksOf(store, job);
-  std::vector<std::vector<uint64_t>> published;
+  std::vector<HeldCheckpoints> published;
   for (int server = 0; server < job.servers; ++server) {
     auto text = transport::bootstrap::getString(clocks_of, std::to_string(server), deadline);
     if (!text) return text.status();
-    auto clocks = parseClocks(clocks_of.key(std::to_string(server)), *text);
-    if (!clocks) return clocks.status();
-    std::sort(clocks->begin(), clocks->end());
-    published.push_back(std::move(*clocks));
+    auto held = parseHeld(clocks_of.key(std::to_string(server)), *text);
+    if (!held) return held.status();
+    published.push_back(std::move(*held));
   }
+  POSEIDON_RETURN_IF_ERROR(refuseFreshStartsBesideCheckpoints(published));
   if (published.empty()) return uint64_t{0};
-  std::vector<uint64_t> common = published.front();
-  for (const std::vector<uint64_t>& clocks : published) {
+  std::vector<uint64_t> common = published.front().clocks;
+  for (const HeldCheckpoints& held : published) {
     std::vector<uint64_t> both;
-    std::set_intersection(common.begin(), common.end(), clocks.begin(), clocks.end(), std::back_inserter(both));
+    std::set_intersection(common.begin(), common.end(), held.clocks.begin(), held.clocks.end(),
+                          std::back_inserter(both));
     common = std::move(both);
   }
   if (!common.empty()) return common.back();
-  const bool none = std::all_of(published.begin(), published.end(), [](const auto& clocks) { return clocks.empty(); });
+  const bool none =
+      std::all_of(published.begin(), published.end(), [](const HeldCheckpoints& held) { return held.clocks.empty(); });
   if (none) return uint64_t{0};
   // Some server has checkpoints but no clock is in all of them: no state of the job as a whole was
   // saved. Starting from clock 0 would quietly throw away what there is, so say what each has.
   return makeStatus(StatusCode::kInvalidArgument,
-                    "no checkpoint clock is common to every server, so the job cannot resume: {}; start without "
-                    "resuming to train from clock 0, or give every server its checkpoints of one clock",
+                    "no checkpoint clock is common to every server, so the job cannot resume: {}; remove the "
+                    "servers' checkpoints to train from clock 0, or give every server its checkpoints of one clock",
                     describeClocks(published));
 }
 

@@ -5,9 +5,15 @@
 // workers alike take the newest clock common to all: 0 (start fresh) when no server has any, and
 // kInvalidArgument naming what each has when some have checkpoints but no clock is common to
 // all (a fresh start would quietly drop them).
+//
+// A server started fresh (not resuming) in a directory that already holds its checkpoints fails
+// the job too, naming the directory and the clocks: the new run's files would sit beside the
+// earlier run's, and a later resume could take a clock of the old run that every server still
+// has, or pair one server's old file with another's new one of the same clock.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ps/job.h"
@@ -15,8 +21,16 @@
 
 namespace poseidon::ps {
 
+// What a server holds at start: the clocks of its complete checkpoints in `dir` (empty, and `dir`
+// empty, when it writes none) and whether it was told to resume from them.
+struct HeldCheckpoints {
+  bool resume = false;
+  std::vector<uint64_t> clocks;
+  std::string dir;
+};
+
 Status publishCheckpointClocks(transport::bootstrap::Store& store, const PsJob& job, int server,
-                               const std::vector<uint64_t>& clocks);
+                               const HeldCheckpoints& held);
 
 Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job, Deadline deadline);
 

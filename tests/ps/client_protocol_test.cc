@@ -47,7 +47,7 @@ TEST(ClientProtocol, AnUnknownCheckpointOutcomeFailsTheWorkerNamingIt) {
     const ps::ServerSetUp set_up{&optimizer, true};
     POSEIDON_RETURN_IF_ERROR(
         ps::agreeOnPsJob(**store, job, 1, model, *layout, ps::Consistency::bsp(), &set_up, deadline));
-    POSEIDON_RETURN_IF_ERROR(ps::publishCheckpointClocks(**store, job, 0, {}));
+    POSEIDON_RETURN_IF_ERROR(ps::publishCheckpointClocks(**store, job, 0, ps::HeldCheckpoints{}));
     POSEIDON_RETURN_IF_ERROR(ps::publishServerRegions(**store, job, 0, **params_region, **slots_region));
     if (auto resume = ps::agreeResumeClock(**store, job, deadline); !resume) return resume.status();
     auto workers = ps::fetchWorkerRegions(**store, job, deadline);

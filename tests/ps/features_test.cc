@@ -1,7 +1,8 @@
 // Parameter-server features beyond BSP: Downpour's n_push accumulation (bit-exact against a local
 // loop), checkpoints on request, a resume under a different optimizer or without a clock common
-// to every server refused by name, checkpoints a slow disk made the server skip, and a clock in
-// common that a lagging server's disk leaves all the same.
+// to every server refused by name, a fresh start beside an earlier run's checkpoints refused,
+// checkpoints a slow disk made the server skip, and a clock in common that a lagging server's
+// disk leaves all the same.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -135,6 +136,36 @@ TEST(PsFeatures, AResumeWithNoClockCommonToEveryServerFailsOnEveryRankNamingTheC
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.toString();
     EXPECT_NE(status.message().find(expected), std::string::npos) << status.toString();
   }
+}
+
+// A job started again without resuming where the last one left its checkpoints: every rank fails
+// at start, naming the directory, and the files stay (a fresh run beside them could later resume
+// into the old run's clocks).
+TEST(PsFeatures, AFreshStartBesideAnEarlierRunsCheckpointsFailsOnEveryRankAndLeavesThem) {
+  TempDir dir;
+  ClusterSpec spec = checkpointingEveryClock(dir, 2);
+  spec.train = [&](ps::Client& client, int worker) {
+    return trainWorker(client, {worker, 4, 5, true}, Deadline::after(spec.deadline));
+  };
+  const ClusterRun run = runCluster(spec);
+  ASSERT_TRUE(run.server_status[0].isOk() && run.server_status[1].isOk()) << run.server_status[0].toString();
+  const std::string& checkpoints = spec.server.checkpoint_dir;
+  const std::vector<uint64_t> before0 = ps::listCheckpoints(checkpoints, 0),
+                              before1 = ps::listCheckpoints(checkpoints, 1);
+  ASSERT_FALSE(before0.empty());
+
+  spec.deadline = std::chrono::seconds(10);
+  const ClusterRun refused = runCluster(spec);
+  const std::vector<Status> all = {refused.server_status[0], refused.server_status[1], refused.worker_status[0],
+                                   refused.worker_status[1]};
+  const std::string expected =
+      fmt::format("started without resuming, but server 0's directory '{}' holds", checkpoints);
+  for (const Status& status : all) {
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.toString();
+    EXPECT_NE(status.message().find(expected), std::string::npos) << status.toString();
+  }
+  EXPECT_EQ(ps::listCheckpoints(checkpoints, 0), before0);
+  EXPECT_EQ(ps::listCheckpoints(checkpoints, 1), before1);
 }
 
 // A checkpoint a server cannot take is told to the worker that asked, with the reason, instead

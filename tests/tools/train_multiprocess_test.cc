@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/mesh.h"
 #include "tests/support/process.h"
 #include "tests/support/timeouts.h"
 
@@ -115,6 +116,9 @@ TEST(TrainMultiprocess, TwoWorkersAndAServerTrainAndWriteEveryOutput) {
 }
 
 TEST(TrainMultiprocess, BadInputExitsTwoNamingTheValue) {
+  // An earlier run's checkpoint of worker 1 (only its name is read before the run).
+  TempDir earlier;
+  std::ofstream(earlier.path() + "/worker-1-20.ckpt") << "from an earlier run";
   struct Case {
     std::vector<std::string> argv;
     std::string expected;
@@ -128,6 +132,8 @@ TEST(TrainMultiprocess, BadInputExitsTwoNamingTheValue) {
       {{POSEIDON_TRAIN_BINARY, "--workers", "1", "--merge", "planned"}, "--merge planned: one worker"},
       {{POSEIDON_TRAIN_BINARY, "--optimizer", "sgd:lr=oops"}, "--optimizer"},
       {{POSEIDON_TRAIN_BINARY, "--checkpoint-every", "10"}, "--checkpoint-every needs --checkpoint-dir"},
+      {{POSEIDON_TRAIN_BINARY, "--checkpoint-dir", earlier.path(), "--checkpoint-every", "10"},
+       "--checkpoint-dir without --resume: '" + earlier.path() + "' holds worker 1's checkpoint of iteration 20"},
       {{POSEIDON_TRAIN_BINARY, "--adam-servers", "1"}, "--adam-servers 1"},
       // The layout (4 workers + 2 PS servers) needs 6 ranks.
       {{"env", "POSEIDON_RANK=0", "POSEIDON_SIZE=5", "POSEIDON_ROOT=127.0.0.1:1", POSEIDON_TRAIN_BINARY}, "= 6 ranks"},

@@ -9,6 +9,7 @@
 
 #include "ps/checkpoint/durable_file.h"
 #include "tools/ps/job_process.h"
+#include "trainer/api/worker_checkpoint.h"
 #include "trainer/data/fashion_mnist.h"
 
 #include "trainer/reference/fashion_cnn.h"
@@ -191,6 +192,12 @@ std::string checkTrainOptions(TrainCommandLine& c, const char* environment_secre
     // Checked now, not at the first checkpoint an epoch into the run.
     if (Status writable = ps::checkWritableDirectory(c.checkpoint_dir); !writable) {
       return fmt::format("--checkpoint-dir: {}", writable.message());
+    }
+    // The Session refuses as much at the first checkpoint (trainer/api/session.h): said now too.
+    for (int rank = 0; rank < c.workers && !c.resume; ++rank) {
+      const Status earlier =
+          trainer::refuseAnEarlierRunsWorkerCheckpoints(c.checkpoint_dir, static_cast<uint32_t>(rank));
+      if (!earlier) return fmt::format("--checkpoint-dir without --resume: {}", earlier.message());
     }
   }
   if (c.out_dir.empty()) return "--out '': expected a directory";

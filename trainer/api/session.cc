@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 
 #include "adam/adam_server.h"
 #include "model/spec.h"
@@ -133,6 +134,10 @@ class SessionImpl final : public Session {
   HybridSync* hybrid_ = nullptr;  // sync_ under BSP (the workers' replicas: checkpoints), else null
   std::vector<LayerSource> sources_;
   std::unique_ptr<WfbpPipeline> pipeline_;
+  // Directories this run's checkpoints may go to: the one it resumed from, and those it found
+  // without an earlier run's files (refuseAnEarlierRunsWorkerCheckpoints) at its first save there.
+  std::vector<std::filesystem::path> run_checkpoint_dirs_;
+  Status claimCheckpointDirectory(const std::string& dir);
 };
 
 Result<size_t> SessionImpl::addLayer(const LayerRegistration& layer) {
@@ -315,9 +320,27 @@ WorkerCheckpointIdentity SessionImpl::checkpointIdentity() const {
   return {static_cast<uint32_t>(rank()), static_cast<uint32_t>(options_.layout.workers), &model_, &options_.optimizer};
 }
 
+// `dir` as one path whatever way it is spelt ("ckpt", "./ckpt/").
+std::filesystem::path samePath(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::path path = std::filesystem::weakly_canonical(dir, error);
+  return error ? std::filesystem::path(dir).lexically_normal() : path;
+}
+
+Status SessionImpl::claimCheckpointDirectory(const std::string& dir) {
+  const std::filesystem::path path = samePath(dir);
+  if (std::find(run_checkpoint_dirs_.begin(), run_checkpoint_dirs_.end(), path) != run_checkpoint_dirs_.end()) {
+    return Status::ok();
+  }
+  POSEIDON_RETURN_IF_ERROR(refuseAnEarlierRunsWorkerCheckpoints(dir, static_cast<uint32_t>(rank())));
+  run_checkpoint_dirs_.push_back(path);
+  return Status::ok();
+}
+
 Status SessionImpl::saveCheckpoint(const std::string& dir, std::span<const uint8_t> extra) {
   POSEIDON_RETURN_IF_ERROR(running("saveCheckpoint"));
   POSEIDON_RETURN_IF_ERROR(refuseUnlessHybrid("saveCheckpoint"));
+  POSEIDON_RETURN_IF_ERROR(claimCheckpointDirectory(dir).withContext(describe()));
   // The syncs of the iterations ended so far complete first: the file holds their updates.
   POSEIDON_RETURN_IF_ERROR(pipeline_->drain(Deadline::after(options_.sync_timeout)));
   const std::vector<LayerState> states = layerStates();
@@ -361,6 +384,7 @@ Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& d
   // Files of later iterations are another run's (written before the crash this resumes from):
   // left, they could be paired with this run's files of the same iteration after the next crash.
   removeWorkerCheckpointsAfter(dir, static_cast<uint32_t>(rank()), *iteration);
+  run_checkpoint_dirs_.push_back(samePath(dir));
   gatherMergedParams(*sync_, units_, layerParams());
   POSEIDON_RETURN_IF_ERROR(staging_->pushParamsToDevice(startupDeadline()).withContext(describe()));
   // A fresh pipeline numbers its syncs from the restored iteration.

@@ -103,6 +103,16 @@ void removeWorkerCheckpointsAfter(const std::string& dir, uint32_t rank, uint64_
   }
 }
 
+Status refuseAnEarlierRunsWorkerCheckpoints(const std::string& dir, uint32_t rank) {
+  const std::vector<uint64_t> found = listWorkerCheckpoints(dir, rank);
+  if (found.empty()) return Status::ok();
+  return makeStatus(StatusCode::kInvalidArgument,
+                    "'{}' holds worker {}'s checkpoint{} of iteration{} {}, of an earlier run this one did not resume "
+                    "from; resume from them, or remove them (worker-<rank>-<iteration>.ckpt) or write elsewhere to "
+                    "train from iteration 0 (a run beside them could later resume into a mix of the two runs)",
+                    dir, rank, found.size() == 1 ? "" : "s", found.size() == 1 ? "" : "s", fmt::join(found, ", "));
+}
+
 Result<RestoredCheckpoint> readWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdentity& id,
                                                 uint64_t iteration, std::span<const LayerState> layers) {
   const std::string path = workerCheckpointPath(dir, id.rank, iteration);

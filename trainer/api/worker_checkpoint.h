@@ -46,6 +46,12 @@ Status writeWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdent
 // Removes this rank's files of iterations after `iteration` (a resumed run's future is its own).
 void removeWorkerCheckpointsAfter(const std::string& dir, uint32_t rank, uint64_t iteration);
 
+// kInvalidArgument naming `dir` and the iterations when it holds `rank`'s checkpoints, for a run
+// that did not resume from them and is about to write its own there: the two runs' files side by
+// side, a later resume could take an iteration of the old run (the newest every worker has), or
+// one worker's old file beside another's new one.
+Status refuseAnEarlierRunsWorkerCheckpoints(const std::string& dir, uint32_t rank);
+
 struct RestoredCheckpoint {
   uint64_t iteration = 0;
   std::vector<uint8_t> extra;

@@ -1,9 +1,11 @@
 // Exact restart in HybComm mode, across processes: a job of 2 workers and 1 PS server trains with
 // checkpoints; kill -9 of a worker, or of the server, ends every other rank with an error naming
 // the lost one within the sync deadline; a restart with --resume from the checkpoints then ends
-// with parameters bit-identical to a run that was never interrupted.
+// with parameters bit-identical to a run that was never interrupted. A run that does not resume
+// is refused where an earlier run's checkpoints lie.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -123,6 +125,35 @@ TEST_P(SessionRestart, KillNinePointsAtTheLostRankAndResumeGivesTheSameBits) {
   for (int r = 0; r < kSize; ++r) ASSERT_EQ(resumed.exit_codes[r], 0) << "rank " << r << ":\n" << resumed.logs[r];
   EXPECT_TRUE(paramsOf(crashed, 0) == expected) << "worker 0 resumed to other parameters";
   EXPECT_TRUE(paramsOf(crashed, 1) == expected) << "worker 1 resumed to other parameters";
+}
+
+// The same job again, not resuming, into the checkpoints of the first: each worker's first save
+// is refused naming the files, which stay as they were.
+TEST(SessionCheckpoints, AFreshRunsFirstSaveBesideAnEarlierRunsCheckpointsIsRefused) {
+  TempDir dir;
+  const std::string checkpoints = dir.path() + "/ckpt";
+  const JobRun first = runJob(dir.path(), checkpoints, [](int) { return std::vector<std::string>{}; });
+  for (int r = 0; r < kSize; ++r) ASSERT_EQ(first.exit_codes[r], 0) << "rank " << r << ":\n" << first.logs[r];
+  const auto files = [&] {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(checkpoints)) {
+      names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> before = files();
+  ASSERT_EQ(before,
+            (std::vector<std::string>{"worker-0-25.ckpt", "worker-0-30.ckpt", "worker-1-25.ckpt", "worker-1-30.ckpt"}));
+
+  const JobRun again = runJob(dir.path(), checkpoints, [](int) { return std::vector<std::string>{}; });
+  for (int w = 0; w < kWorkers; ++w) {
+    EXPECT_EQ(again.exit_codes[w], 1) << again.logs[w];
+    const std::string expected = "holds worker " + std::to_string(w) + "'s checkpoints of iterations 25, 30, of an " +
+                                 "earlier run this one did not resume from";
+    EXPECT_NE(again.logs[w].find(expected), std::string::npos) << again.logs[w];
+  }
+  EXPECT_EQ(files(), before);
 }
 
 INSTANTIATE_TEST_SUITE_P(Victims, SessionRestart, ::testing::Values(1, 2),
