@@ -35,7 +35,8 @@ add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${poseidon_sanitizer_flags};-fno-
 # then parses the headers the eight share once. The libraries the tests link, under ASan + UBSan,
 # built in 223 s instead of 352 s on 2 cores (440 s of CPU instead of 695; 2026-11-29). These
 # builds exist to run the tests instrumented; that every source compiles on its own, with its
-# own includes and -Werror, is the plain build's check (tools/test). Names private to a source
+# own includes and -Werror, is the plain build's check (tools/test: in its whole run, of the
+# libraries, the tools and the suites it runs; most others have one source). Names private to a source
 # (an anonymous namespace) must therefore differ within a target, or its batch fails to compile
 # (none is shared today, in any batch). Sources of one batch are initialised in a fixed order, so
 # ASan's strict_init_order sees order bugs only between batches.

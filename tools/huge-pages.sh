@@ -6,6 +6,7 @@
 # tests/ps/checkpoint_test.cc took 89 000 page faults and 6.0 s of user CPU, against 14 700 and
 # 4.9 s; the ASan build's trainer suites (ctest -j4 -R '^trainer\.') 102-106 s against 79-90 s.
 # Only where the setting is writable (root, /sys not read-only); otherwise the run goes on as is.
+# Two runs at once: the first to end puts the setting back under the other (which only slows it).
 huge_pages_setting=/sys/kernel/mm/transparent_hugepage/enabled
 huge_pages_before=
 
@@ -16,21 +17,21 @@ huge_pages_for_this_run() {
   fi
   local current
   current="$(sed -n 's/.*\[\([a-z]*\)\].*/\1/p' "$huge_pages_setting")"
-  [ "$current" = always ] && return 0
-  echo always >"$huge_pages_setting" 2>/dev/null || {
+  # Unreadable ("[always] madvise never" names the current one in brackets): left alone, since it
+  # could not be put back.
+  [ -n "$current" ] && [ "$current" != always ] || return 0
+  { echo always >"$huge_pages_setting"; } 2>/dev/null || {
     echo "tools/test: could not set $huge_pages_setting to always: left at $current"
     return 0
   }
   huge_pages_before=$current
-  # A signal ends the run through exit, so the EXIT trap puts the setting back.
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
+  # bash runs the EXIT trap also when a signal ends it (not SIGKILL).
   trap huge_pages_restore EXIT
   echo "tools/test: transparent huge pages set to always for this run (were $current; put back at its end)"
 }
 
 huge_pages_restore() {
   [ -n "$huge_pages_before" ] || return 0
-  echo "$huge_pages_before" >"$huge_pages_setting" 2>/dev/null || true
+  { echo "$huge_pages_before" >"$huge_pages_setting"; } 2>/dev/null || true
   huge_pages_before=
 }

@@ -137,6 +137,7 @@ class SessionImpl final : public Session {
   // Directories this run's checkpoints may go to: the one it resumed from, and those it found
   // without an earlier run's files (refuseAnEarlierRunsWorkerCheckpoints) at its first save there.
   std::vector<std::filesystem::path> run_checkpoint_dirs_;
+  uint64_t run_checkpoint_claims_ = 0;
   Status claimCheckpointDirectory(const std::string& dir);
 };
 
@@ -320,19 +321,38 @@ WorkerCheckpointIdentity SessionImpl::checkpointIdentity() const {
   return {static_cast<uint32_t>(rank()), static_cast<uint32_t>(options_.layout.workers), &model_, &options_.optimizer};
 }
 
-// `dir` as one path whatever way it is spelt ("ckpt", "./ckpt/").
+// `dir` as one path whatever way it is spelt ("ckpt", "./ckpt/", "/work/ckpt"), and whether it
+// exists yet or not (the first save creates it): made absolute first, since weakly_canonical
+// leaves a relative path that does not exist relative.
 std::filesystem::path samePath(const std::string& dir) {
   std::error_code error;
-  std::filesystem::path path = std::filesystem::weakly_canonical(dir, error);
-  return error ? std::filesystem::path(dir).lexically_normal() : path;
+  const std::filesystem::path absolute = std::filesystem::absolute(dir, error);
+  if (error) return std::filesystem::path(dir).lexically_normal();
+  std::filesystem::path path = std::filesystem::weakly_canonical(absolute, error);
+  return error ? absolute.lexically_normal() : path;
 }
 
+// Every worker says through the store what it found, and all refuse together: one refusing alone
+// would leave the others waiting on it until their sync deadline, then naming it as lost.
 Status SessionImpl::claimCheckpointDirectory(const std::string& dir) {
   const std::filesystem::path path = samePath(dir);
   if (std::find(run_checkpoint_dirs_.begin(), run_checkpoint_dirs_.end(), path) != run_checkpoint_dirs_.end()) {
     return Status::ok();
   }
-  POSEIDON_RETURN_IF_ERROR(refuseAnEarlierRunsWorkerCheckpoints(dir, static_cast<uint32_t>(rank())));
+  const Status mine = refuseAnEarlierRunsWorkerCheckpoints(dir, static_cast<uint32_t>(rank()));
+  // Every worker claims its directories in the same order (saveCheckpoint after the same
+  // endIteration()), so the claim's number names the same save on all.
+  transport::bootstrap::StoreView claims =
+      job_->view().child("checkpoint-claims").child(std::to_string(run_checkpoint_claims_++));
+  POSEIDON_RETURN_IF_ERROR(
+      transport::bootstrap::setString(claims, std::to_string(rank()), mine.isOk() ? "" : mine.message()));
+  std::vector<std::string> refusals;
+  for (int w = 0; w < options_.layout.workers; ++w) {
+    auto theirs = transport::bootstrap::getString(claims, std::to_string(w), startupDeadline());
+    if (!theirs) return theirs.status();
+    if (!theirs->empty()) refusals.push_back(*theirs);
+  }
+  if (!refusals.empty()) return makeStatus(StatusCode::kInvalidArgument, "{}", fmt::join(refusals, "; "));
   run_checkpoint_dirs_.push_back(path);
   return Status::ok();
 }

@@ -149,8 +149,9 @@ class Session {
   // state: its data position, its random state) to <dir>/worker-<rank>.ckpt: written to a
   // temporary file, checksummed, fsync'ed and renamed, so a crash leaves the old file or the new
   // one. Every worker calls it after the same endIteration(). A run's first save into a directory
-  // it did not restore from is refused (kInvalidArgument, naming the files) when the directory
-  // holds this worker's checkpoints of an earlier run: a later resume could take the old run's.
+  // it did not restore from is refused on every worker (kInvalidArgument, naming the files) when
+  // the directory of any worker holds its checkpoints of an earlier run: a later resume could
+  // take the old run's.
   virtual Status saveCheckpoint(const std::string& dir, std::span<const uint8_t> extra) = 0;
   // After start() and before the first report: loads <dir>/worker-<rank>.ckpt into the registered
   // parameters, the optimizer state and the iteration count, checks through the store that every

@@ -127,9 +127,9 @@ TEST_P(SessionRestart, KillNinePointsAtTheLostRankAndResumeGivesTheSameBits) {
   EXPECT_TRUE(paramsOf(crashed, 1) == expected) << "worker 1 resumed to other parameters";
 }
 
-// The same job again, not resuming, into the checkpoints of the first: each worker's first save
-// is refused naming the files, which stay as they were.
-TEST(SessionCheckpoints, AFreshRunsFirstSaveBesideAnEarlierRunsCheckpointsIsRefused) {
+// The same job again, not resuming, into the checkpoints of the first, of which only worker 1's
+// are left: every worker's first save is refused naming them, and nothing is written beside them.
+TEST(SessionCheckpoints, AFreshRunsFirstSaveBesideAnEarlierRunsCheckpointsIsRefusedOnEveryWorker) {
   TempDir dir;
   const std::string checkpoints = dir.path() + "/ckpt";
   const JobRun first = runJob(dir.path(), checkpoints, [](int) { return std::vector<std::string>{}; });
@@ -142,16 +142,19 @@ TEST(SessionCheckpoints, AFreshRunsFirstSaveBesideAnEarlierRunsCheckpointsIsRefu
     std::sort(names.begin(), names.end());
     return names;
   };
-  const std::vector<std::string> before = files();
-  ASSERT_EQ(before,
+  ASSERT_EQ(files(),
             (std::vector<std::string>{"worker-0-25.ckpt", "worker-0-30.ckpt", "worker-1-25.ckpt", "worker-1-30.ckpt"}));
+  std::filesystem::remove(checkpoints + "/worker-0-25.ckpt");
+  std::filesystem::remove(checkpoints + "/worker-0-30.ckpt");
+  const std::vector<std::string> before = files();
 
   const JobRun again = runJob(dir.path(), checkpoints, [](int) { return std::vector<std::string>{}; });
   for (int w = 0; w < kWorkers; ++w) {
     EXPECT_EQ(again.exit_codes[w], 1) << again.logs[w];
-    const std::string expected = "holds worker " + std::to_string(w) + "'s checkpoints of iterations 25, 30, of an " +
-                                 "earlier run this one did not resume from";
-    EXPECT_NE(again.logs[w].find(expected), std::string::npos) << again.logs[w];
+    EXPECT_NE(again.logs[w].find(
+                  "holds worker 1's checkpoints of iterations 25, 30, of an earlier run this one did not resume from"),
+              std::string::npos)
+        << again.logs[w];
   }
   EXPECT_EQ(files(), before);
 }
