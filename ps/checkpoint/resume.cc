@@ -19,6 +19,13 @@ transport::bootstrap::StoreView clocksOf(transport::bootstrap::Store& store, con
   return transport::bootstrap::StoreView(store, job.name).child("checkpoints");
 }
 
+// A store value in a message: another rank wrote it, and it may be up to 64 MiB of anything.
+std::string quoted(std::string_view value) {
+  constexpr size_t kShown = 200;
+  if (value.size() <= kShown) return fmt::format("'{}'", value);
+  return fmt::format("'{}...' ({} bytes)", value.substr(0, kShown), value.size());
+}
+
 Result<std::vector<uint64_t>> parseClocks(const std::string& key, const std::string& value, std::string_view text) {
   std::vector<uint64_t> clocks;
   size_t at = 0;
@@ -28,8 +35,8 @@ Result<std::vector<uint64_t>> parseClocks(const std::string& key, const std::str
     uint64_t clock = 0;
     const auto [stop, error] = std::from_chars(text.data() + at, text.data() + end, clock);
     if (error != std::errc() || stop != text.data() + end || end == at) {
-      return makeStatus(StatusCode::kProtocolError, "store key {} holds '{}': '{}' is not a list of clocks", key, value,
-                        text);
+      return makeStatus(StatusCode::kProtocolError, "store key {} holds {}: {} is not a list of clocks", key,
+                        quoted(value), quoted(text));
     }
     clocks.push_back(clock);
     at = end + 1;
@@ -42,14 +49,14 @@ Result<HeldCheckpoints> parseHeld(const std::string& key, const std::string& val
   const size_t clocks_end = mode_end == std::string::npos ? std::string::npos : value.find(';', mode_end + 1);
   if (clocks_end == std::string::npos) {
     return makeStatus(StatusCode::kProtocolError,
-                      "store key {} holds '{}', expected 'resume;<clocks>;<dir>' or "
+                      "store key {} holds {}, expected 'resume;<clocks>;<dir>' or "
                       "'fresh;<clocks>;<dir>'",
-                      key, value);
+                      key, quoted(value));
   }
   const std::string_view mode = std::string_view(value).substr(0, mode_end);
   if (mode != "resume" && mode != "fresh") {
-    return makeStatus(StatusCode::kProtocolError, "store key {} holds '{}': '{}' is neither resume nor fresh", key,
-                      value, mode);
+    return makeStatus(StatusCode::kProtocolError, "store key {} holds {}: {} is neither resume nor fresh", key,
+                      quoted(value), quoted(mode));
   }
   auto clocks = parseClocks(key, value, std::string_view(value).substr(mode_end + 1, clocks_end - mode_end - 1));
   if (!clocks) return clocks.status();

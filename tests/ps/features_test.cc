@@ -85,6 +85,11 @@ TEST(PsFeatures, CheckpointOnRequestThenResumeUnderAnotherOptimizerIsRefused) {
   EXPECT_NE(refused.server_status[0].message().find("lr"), std::string::npos) << refused.server_status[0].toString();
 }
 
+// What every rank of a two-server, two-worker run ended with.
+std::vector<Status> everyRankOf(const ClusterRun& run) {
+  return {run.server_status[0], run.server_status[1], run.worker_status[0], run.worker_status[1]};
+}
+
 // Two workers, `servers` servers that checkpoint every clock into `dir` and keep every file.
 ClusterSpec checkpointingEveryClock(const TempDir& dir, int servers) {
   ClusterSpec spec;
@@ -130,9 +135,7 @@ TEST(PsFeatures, AResumeWithNoClockCommonToEveryServerFailsOnEveryRankNamingTheC
   spec.server.resume = true;
   spec.deadline = std::chrono::seconds(10);
   const ClusterRun refused = runCluster(spec);
-  const std::vector<Status> all = {refused.server_status[0], refused.server_status[1], refused.worker_status[0],
-                                   refused.worker_status[1]};
-  for (const Status& status : all) {
+  for (const Status& status : everyRankOf(refused)) {
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.toString();
     EXPECT_NE(status.message().find(expected), std::string::npos) << status.toString();
   }
@@ -156,11 +159,9 @@ TEST(PsFeatures, AFreshStartBesideAnEarlierRunsCheckpointsFailsOnEveryRankAndLea
 
   spec.deadline = std::chrono::seconds(10);
   const ClusterRun refused = runCluster(spec);
-  const std::vector<Status> all = {refused.server_status[0], refused.server_status[1], refused.worker_status[0],
-                                   refused.worker_status[1]};
   const std::string expected =
       fmt::format("started without resuming, but server 0's directory '{}' holds", checkpoints);
-  for (const Status& status : all) {
+  for (const Status& status : everyRankOf(refused)) {
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.toString();
     EXPECT_NE(status.message().find(expected), std::string::npos) << status.toString();
   }

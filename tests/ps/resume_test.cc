@@ -132,6 +132,11 @@ TEST(ResumeClock, AValueOfAnotherShapeIsNamed) {
   ASSERT_FALSE(clock);
   EXPECT_NE(clock.status().message().find("'later' is neither resume nor fresh"), std::string::npos)
       << clock.status().message();
+  // Another rank wrote it: a long value is shown in part, with its size.
+  clock = agreeOnValue(std::string(100000, 'x'));
+  ASSERT_FALSE(clock);
+  EXPECT_LT(clock.status().message().size(), 500u) << clock.status().message().size();
+  EXPECT_NE(clock.status().message().find("...' (100000 bytes)"), std::string::npos) << clock.status().message();
 }
 
 }  // namespace

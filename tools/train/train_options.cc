@@ -194,7 +194,7 @@ std::string checkTrainOptions(TrainCommandLine& c, const char* environment_secre
       return fmt::format("--checkpoint-dir: {}", writable.message());
     }
     // The Session refuses as much at the first checkpoint (trainer/api/session.h): said now too.
-    for (int rank = 0; rank < c.workers && !c.resume; ++rank) {
+    for (int rank = 0; !c.resume && rank < c.workers; ++rank) {
       const Status earlier =
           trainer::refuseAnEarlierRunsWorkerCheckpoints(c.checkpoint_dir, static_cast<uint32_t>(rank));
       if (!earlier) return fmt::format("--checkpoint-dir without --resume: {}", earlier.message());
