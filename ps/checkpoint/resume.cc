@@ -20,7 +20,7 @@ transport::bootstrap::StoreView clocksOf(transport::bootstrap::Store& store, con
 }
 
 // A store value in a message: another rank wrote it, and it may be up to 64 MiB of anything.
-std::string quoted(std::string_view value) {
+std::string shownInPart(std::string_view value) {
   constexpr size_t kShown = 200;
   if (value.size() <= kShown) return fmt::format("'{}'", value);
   return fmt::format("'{}...' ({} bytes)", value.substr(0, kShown), value.size());
@@ -36,7 +36,7 @@ Result<std::vector<uint64_t>> parseClocks(const std::string& key, const std::str
     const auto [stop, error] = std::from_chars(text.data() + at, text.data() + end, clock);
     if (error != std::errc() || stop != text.data() + end || end == at) {
       return makeStatus(StatusCode::kProtocolError, "store key {} holds {}: {} is not a list of clocks", key,
-                        quoted(value), quoted(text));
+                        shownInPart(value), shownInPart(text));
     }
     clocks.push_back(clock);
     at = end + 1;
@@ -51,12 +51,12 @@ Result<HeldCheckpoints> parseHeld(const std::string& key, const std::string& val
     return makeStatus(StatusCode::kProtocolError,
                       "store key {} holds {}, expected 'resume;<clocks>;<dir>' or "
                       "'fresh;<clocks>;<dir>'",
-                      key, quoted(value));
+                      key, shownInPart(value));
   }
   const std::string_view mode = std::string_view(value).substr(0, mode_end);
   if (mode != "resume" && mode != "fresh") {
     return makeStatus(StatusCode::kProtocolError, "store key {} holds {}: {} is neither resume nor fresh", key,
-                      quoted(value), quoted(mode));
+                      shownInPart(value), shownInPart(mode));
   }
   auto clocks = parseClocks(key, value, std::string_view(value).substr(mode_end + 1, clocks_end - mode_end - 1));
   if (!clocks) return clocks.status();
