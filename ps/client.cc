@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "common/deadline_wait.h"

@@ -1,5 +1,6 @@
 #include "ps/server.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <algorithm>
 #include <atomic>

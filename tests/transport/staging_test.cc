@@ -4,6 +4,7 @@
 // copy counters check that each operation stages exactly the range it moves, and the traffic
 // counters that the payload counts once, staged or not. The verbs cases
 // run where an RDMA device exists (the Soft-RoCE guest) and skip elsewhere.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/support/device_exchange.h"

@@ -1,5 +1,6 @@
 #include "transport/tcp/context.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "transport/common/mesh_connect.h"

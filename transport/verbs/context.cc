@@ -1,5 +1,6 @@
 #include "transport/verbs/context.h"
 
+#include <fmt/format.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 

@@ -1,5 +1,6 @@
 #include "transport/verbs/memory.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
