@@ -2,6 +2,7 @@
 // file, line and column of a malformed one; poseidon-timeline-merge joins workers' traces.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
