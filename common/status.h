@@ -4,12 +4,13 @@
 // Status whose message names the thing, the value and what was expected.
 #pragma once
 
-// fmt's core (format strings, fmt::format of the built-in types and strings) is all this header
-// needs; <fmt/format.h> cost every unit that includes this one another 0.3 s of GCC (-O2 and
-// -fsyntax-only alike), and sources that need more of fmt include it themselves.
+// Of fmt, the core (format strings, fmt::format of the built-in types and strings) is all this
+// header needs; <fmt/format.h> cost every unit that includes this one another 0.3 s of GCC (-O2
+// and -fsyntax-only alike), and sources that need more of fmt include it themselves.
 #include <fmt/core.h>
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <variant>

@@ -4,7 +4,8 @@
 # (whose glibc.malloc.hugetlb tunable tools/test sets too), and on the guests here each 4 KiB page
 # fault is dear. With "always" instead of "madvise" (2026-11-29, 2 cores): GCC compiling
 # tests/ps/checkpoint_test.cc took 89 000 page faults and 6.0 s of user CPU, against 14 700 and
-# 4.9 s; the ASan build's trainer suites (ctest -j4 -R '^trainer\.') 102-106 s against 79-90 s.
+# 4.9 s; the ASan build's trainer suites (ctest -j4 -R '^trainer\.', when that build still ran a
+# process per test) 102-106 s against 79-90 s.
 # Only where the setting is writable (root, /sys not read-only); otherwise the run goes on as is.
 # Two runs at once: the first to end puts the setting back under the other (which only slows it).
 huge_pages_setting=/sys/kernel/mm/transparent_hugepage/enabled
