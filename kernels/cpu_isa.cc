@@ -1,5 +1,9 @@
 #include "kernels/cpu_isa.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace poseidon::kernels {
 
 bool cpuHasIsa(CpuIsa isa) {
@@ -12,6 +16,16 @@ bool cpuHasIsa(CpuIsa isa) {
 #endif
     default: return false;
   }
+}
+
+bool cpuHasF16c() {
+#if defined(__x86_64__)
+  // CPUID leaf 1, not __builtin_cpu_supports: clang before 16 does not know "f16c" there.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+#else
+  return false;
+#endif
 }
 
 CpuIsa resolveIsa(CpuIsa isa) {

@@ -11,6 +11,9 @@ enum class CpuIsa : uint8_t { kAuto = 0, kGeneric = 1, kAvx2 = 2, kAvx512 = 3 };
 // Whether this CPU runs the given code: kAvx2 needs AVX2 and FMA, kAvx512 AVX-512F and BW.
 bool cpuHasIsa(CpuIsa isa);
 
+// Whether this CPU converts halves in hardware (F16C, with the AVX state the OS must save).
+bool cpuHasF16c();
+
 // kAuto resolved to the widest this CPU has; other values unchanged.
 CpuIsa resolveIsa(CpuIsa isa);
 

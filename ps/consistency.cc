@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <charconv>
-#include <ranges>
 
 #include "ps/imm_code.h"
 
@@ -64,8 +63,12 @@ Result<Consistency> parseConsistency(std::string_view text) {
     result = Consistency::ssp(*staleness);
   } else if (mode == "async") {
     result = Consistency::async();
-    for (const auto option : std::views::split(rest, ',')) {
-      const std::string_view item(option.begin(), option.end());
+    // Comma-separated: "push=2,fetch=3". An empty `rest` holds no option; an empty item (a
+    // trailing comma) is an error.
+    for (size_t start = 0; !rest.empty();) {
+      const size_t comma = rest.find(',', start);
+      const std::string_view item =
+          rest.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
       const size_t equals = item.find('=');
       const std::string_view key = item.substr(0, equals);
       if (equals == std::string_view::npos || (key != "push" && key != "fetch")) {
@@ -74,6 +77,8 @@ Result<Consistency> parseConsistency(std::string_view text) {
       auto count = parseCount(key, item.substr(equals + 1));
       if (!count) return count.status();
       (key == "push" ? result.n_push : result.n_fetch) = *count;
+      if (comma == std::string_view::npos) break;
+      start = comma + 1;
     }
   } else {
     return makeStatus(StatusCode::kInvalidArgument,

@@ -62,7 +62,8 @@ class HeldChunks {
     uint64_t key = 0;
     uint64_t sequence = 0;  // ties in held order
     uint32_t chunk = 0;
-    friend auto operator<=>(const Entry& a, const Entry& b) {
+    // A declared result type: clang 14 cannot use a deduced one inside the class's own members.
+    friend std::strong_ordering operator<=>(const Entry& a, const Entry& b) {
       return std::tie(a.key, a.sequence, a.chunk) <=> std::tie(b.key, b.sequence, b.chunk);
     }
   };

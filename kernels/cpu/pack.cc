@@ -14,6 +14,7 @@
 #include "kernels/cpu/pack_f16.h"
 #include "kernels/cpu/pack_loops.h"
 #include "kernels/cpu/stream_copy.h"
+#include "kernels/cpu_isa.h"
 #include "kernels/pack.h"
 #include "kernels/pack_check.h"
 
@@ -65,7 +66,7 @@ template <PackedType T>
 Loop<float, Storage<T>> packLoop(CpuIsa isa) {
 #if defined(__x86_64__)
   if constexpr (T == PackedType::kF16) {
-    if (isa != CpuIsa::kGeneric && cpu::haveF16c()) return cpu::packF16c;
+    if (isa != CpuIsa::kGeneric && cpuHasF16c()) return cpu::packF16c;
   }
   if (isa == CpuIsa::kAvx512) return packAvx512<T>;
   if (isa == CpuIsa::kAvx2) return packAvx2<T>;
@@ -77,7 +78,7 @@ template <PackedType T>
 Loop<Storage<T>, float> unpackLoop(CpuIsa isa) {
 #if defined(__x86_64__)
   if constexpr (T == PackedType::kF16) {
-    if (isa != CpuIsa::kGeneric && cpu::haveF16c()) return cpu::unpackF16c;
+    if (isa != CpuIsa::kGeneric && cpuHasF16c()) return cpu::unpackF16c;
   }
   if (isa == CpuIsa::kAvx512) return unpackAvx512<T>;
   if (isa == CpuIsa::kAvx2) return unpackAvx2<T>;

@@ -10,8 +10,6 @@ namespace poseidon::kernels::cpu {
 
 #if defined(__x86_64__)
 
-bool haveF16c() { return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx"); }
-
 // Eight at a time; the last few through the software conversion (the same bits).
 [[gnu::target("avx,f16c")]] void packF16c(size_t count, const float* tensor, uint16_t* packed, float scale) {
   const __m256 s = _mm256_set1_ps(scale);
@@ -36,7 +34,6 @@ bool haveF16c() { return __builtin_cpu_supports("f16c") && __builtin_cpu_support
 
 #else
 
-bool haveF16c() { return false; }
 void packF16c(size_t, const float*, uint16_t*, float) {}
 void unpackF16c(size_t, const uint16_t*, float*, float) {}
 

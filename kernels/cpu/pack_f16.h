@@ -9,8 +9,7 @@
 
 namespace poseidon::kernels::cpu {
 
-// Whether this CPU has F16C (and AVX); the functions below must not run otherwise.
-bool haveF16c();
+// Only where cpuHasF16c() (kernels/cpu_isa.h) holds.
 void packF16c(size_t count, const float* tensor, uint16_t* packed, float scale);
 void unpackF16c(size_t count, const uint16_t* packed, float* tensor, float scale);
 

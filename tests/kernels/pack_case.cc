@@ -4,18 +4,19 @@
 #include <cstring>
 #include <limits>
 
+#include "tests/kernels/random_values.h"
+
 namespace poseidon::kernels {
 namespace {
 
 void fillTensor(UnalignedBuffer& t, std::mt19937& random) {
-  std::normal_distribution<float> mantissa(0.0f, 1.0f);
   std::uniform_int_distribution<int> exponent(-30, 20), special(0, 199);
   for (size_t i = 0; i < t.size(); ++i) {
     switch (special(random)) {
       case 0: t[i] = std::numeric_limits<float>::infinity(); break;
       case 1: t[i] = -std::numeric_limits<float>::quiet_NaN(); break;
       case 2: t[i] = -0.0f; break;
-      default: t[i] = std::ldexp(mantissa(random), exponent(random));
+      default: t[i] = std::ldexp(uniformFloat(random, -2.0f, 2.0f), exponent(random));
     }
   }
 }

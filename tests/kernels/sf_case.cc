@@ -3,6 +3,8 @@
 #include <cmath>
 #include <random>
 
+#include "tests/kernels/random_values.h"
+
 namespace poseidon::kernels {
 
 std::string shapeName(const SfShape& s) {
@@ -31,10 +33,9 @@ SfCase::SfCase(ElementRule rule, SfShape shape_, uint32_t seed)
 }
 
 void SfCase::newFactors() {
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   for (size_t p = 0; p < shape.peers; ++p) {
-    for (size_t e = 0; e < u[p].size(); ++e) u[p][e] = value(weights.random);
-    for (size_t e = 0; e < v[p].size(); ++e) v[p][e] = value(weights.random);
+    for (size_t e = 0; e < u[p].size(); ++e) u[p][e] = uniformFloat(weights.random, -1.0f, 1.0f);
+    for (size_t e = 0; e < v[p].size(); ++e) v[p][e] = uniformFloat(weights.random, -1.0f, 1.0f);
   }
 }
 

@@ -2,12 +2,13 @@
 
 #include <cmath>
 
+#include "tests/kernels/random_values.h"
+
 namespace poseidon::kernels {
 namespace {
 
 void fill(UnalignedBuffer& buffer, std::mt19937& random, float low, float high) {
-  std::uniform_real_distribution<float> value(low, high);
-  for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = value(random);
+  for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = uniformFloat(random, low, high);
 }
 
 }  // namespace

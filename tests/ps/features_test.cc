@@ -259,9 +259,9 @@ TEST(PsFeatures, AServerWhoseDiskLaggedStillLeavesEveryServerAClockToResumeFrom)
   ClusterSpec spec = checkpointingEveryClock(dir, 2);
   spec.server.checkpoint_every = 0;  // on request only
   spec.server.checkpoint_keep = 1;
-  spec.server.checkpoint_writer = [&slow, slow_writer = slow.writer()](const std::string& path,
-                                                                       const ps::CheckpointIdentity& identity,
-                                                                       const ps::CheckpointData& data) {
+  spec.server.checkpoint_writer = [slow_writer = slow.writer()](const std::string& path,
+                                                                const ps::CheckpointIdentity& identity,
+                                                                const ps::CheckpointData& data) {
     return identity.server == 1 ? slow_writer(path, identity, data) : ps::writeCheckpoint(path, identity, data);
   };
   const std::string& checkpoints = spec.server.checkpoint_dir;

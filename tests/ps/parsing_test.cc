@@ -40,6 +40,8 @@ TEST(ConsistencyParse, AcceptsEachModeAndNamesWhatIsWrong) {
   EXPECT_EQ(parseConsistency("ssp:3")->staleness, 3u);
   EXPECT_EQ(parseConsistency("async")->canonical(), "async:push=1,fetch=1");
   EXPECT_EQ(parseConsistency("async:push=4,fetch=2")->canonical(), "async:push=4,fetch=2");
+  EXPECT_EQ(parseConsistency("async:fetch=3")->canonical(), "async:push=1,fetch=3");
+  EXPECT_EQ(parseConsistency("async:")->canonical(), "async:push=1,fetch=1");
   EXPECT_EQ(Consistency::ssp(3).minVersion(10), 7u);
   EXPECT_EQ(Consistency::ssp(3).minVersion(2), 0u);
   EXPECT_EQ(Consistency::bsp().minVersion(10), 10u);
@@ -49,6 +51,8 @@ TEST(ConsistencyParse, AcceptsEachModeAndNamesWhatIsWrong) {
   EXPECT_NE(parseConsistency("async:push=0").status().message().find("n_push 0"), std::string::npos);
   EXPECT_NE(parseConsistency("async:pull=2").status().message().find("'pull=2'"), std::string::npos);
   EXPECT_NE(parseConsistency("async:push=2,").status().message().find("option ''"), std::string::npos);
+  EXPECT_NE(parseConsistency("async:,push=2").status().message().find("option ''"), std::string::npos);
+  EXPECT_NE(parseConsistency("async:push=2,,fetch=1").status().message().find("option ''"), std::string::npos);
   EXPECT_NE(parseConsistency("bsp:1").status().message().find("'bsp:1'"), std::string::npos);
   EXPECT_NE(parseConsistency("hogwild").status().message().find("'hogwild'"), std::string::npos);
 }

@@ -135,7 +135,9 @@ std::string trainCaseName(const ::testing::TestParamInfo<TrainCase>& info) {
 class SfBroadcastTraining : public ::testing::TestWithParam<TrainCase> {};
 
 TEST_P(SfBroadcastTraining, ReplicasStayIdenticalMatchTheReferenceAndCountTheModelsTraffic) {
-  const auto [workers, rule] = GetParam();
+  // Named copies, not a structured binding: lambdas below capture them (clang before 16 cannot).
+  const int workers = GetParam().workers;
+  const ElementRule rule = GetParam().rule;
   constexpr uint64_t kIterations = 6;
   constexpr uint64_t kMidCheck = 2;  // replicas compared in the middle of the run too
   TestMesh env(workers);
