@@ -20,9 +20,13 @@ bool cpuHasIsa(CpuIsa isa) {
 
 bool cpuHasF16c() {
 #if defined(__x86_64__)
-  // CPUID leaf 1, not __builtin_cpu_supports: clang before 16 does not know "f16c" there.
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  // CPUID leaf 1, not __builtin_cpu_supports: clang before 16 does not know "f16c" there. Asked
+  // once: in a virtual machine every CPUID exits to the hypervisor.
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  }();
+  return has;
 #else
   return false;
 #endif

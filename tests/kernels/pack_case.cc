@@ -4,8 +4,6 @@
 #include <cstring>
 #include <limits>
 
-#include "tests/kernels/random_values.h"
-
 namespace poseidon::kernels {
 namespace {
 
@@ -16,7 +14,9 @@ void fillTensor(UnalignedBuffer& t, std::mt19937& random) {
       case 0: t[i] = std::numeric_limits<float>::infinity(); break;
       case 1: t[i] = -std::numeric_limits<float>::quiet_NaN(); break;
       case 2: t[i] = -0.0f; break;
-      default: t[i] = std::ldexp(uniformFloat(random, -2.0f, 2.0f), exponent(random));
+      // A signed 32-bit draw rounded to float: every mantissa bit random, so the packings' rounding
+      // sees every case of the bits they drop. Scaled to [-2, 2) times 2^exponent.
+      default: t[i] = std::ldexp(static_cast<float>(static_cast<int32_t>(random())), exponent(random) - 30);
     }
   }
 }
