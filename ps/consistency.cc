@@ -67,8 +67,7 @@ Result<Consistency> parseConsistency(std::string_view text) {
     // trailing comma) is an error.
     for (size_t start = 0; !rest.empty();) {
       const size_t comma = rest.find(',', start);
-      const std::string_view item =
-          rest.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+      const std::string_view item = rest.substr(start, comma - start);  // to the end when npos
       const size_t equals = item.find('=');
       const std::string_view key = item.substr(0, equals);
       if (equals == std::string_view::npos || (key != "push" && key != "fetch")) {
