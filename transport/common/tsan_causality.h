@@ -17,7 +17,9 @@
 
 #include <sys/socket.h>
 
-#if defined(__SANITIZE_THREAD__)
+#include "common/sanitizers.h"
+
+#if POSEIDON_UNDER_TSAN
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,7 +30,7 @@ extern "C" void __tsan_read_range(void* addr, unsigned long size);
 
 namespace poseidon::transport {
 
-#if defined(__SANITIZE_THREAD__)
+#if POSEIDON_UNDER_TSAN
 // The sync object: its address, one for every stream, as TSan has one for every socket.
 inline char g_socket_bytes;
 // Before sendmsg: the bytes it offers are read now, and whatever this thread did before is

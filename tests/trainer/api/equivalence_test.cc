@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/sanitizers.h"
 #include "tests/trainer/api/reference_combiner.h"
 #include "tests/trainer/api/session_job.h"
 #include "tests/trainer/api/tiny_cnn.h"
@@ -33,7 +34,7 @@ constexpr size_t kBatch = 8;
 // Sanitizer builds look for memory errors and races, which the first steps meet as well as the
 // last: 50 steps there (ASan ran the 200 in 52 s, 3x the plain build), 200 in the plain build,
 // which is what checks that nothing drifts.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if POSEIDON_UNDER_TSAN || POSEIDON_UNDER_ASAN
 constexpr uint64_t kSteps = 50;
 #else
 constexpr uint64_t kSteps = 200;

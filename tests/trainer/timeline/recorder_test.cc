@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "common/sanitizers.h"
 #include "trainer/timeline/recorder.h"
 
 namespace poseidon::trainer::timeline {
@@ -124,7 +125,7 @@ TEST(Recorder, SeveralThreadsRecordAtOnce) {
 // Not a pass/fail bound on a shared machine, but the figure the report quotes; it fails only if
 // an event costs more than 2 us, which would mean a lock or an allocation crept in. Sanitizer
 // builds instrument every access (TSan measured 2.5 us): the bound is for what ships.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if POSEIDON_UNDER_TSAN || POSEIDON_UNDER_ASAN
 constexpr double kMaxNsPerEvent = 20000.0;
 #else
 constexpr double kMaxNsPerEvent = 2000.0;
