@@ -1,15 +1,13 @@
 #include "trainer/data/image_set.h"
 
 #include <algorithm>
-#include <array>
 
 #include "trainer/data/idx_file.h"
 
 namespace poseidon::trainer::data {
 
-Result<ImageSet> ImageSet::fromBytes(const std::string& what, uint32_t rows, uint32_t cols,
-                                     std::span<const uint8_t> pixels, std::vector<uint8_t> labels, uint32_t classes,
-                                     Normalisation normalisation) {
+Result<ImageSet> ImageSet::fromBytes(const std::string& what, uint32_t rows, uint32_t cols, std::vector<uint8_t> pixels,
+                                     std::vector<uint8_t> labels, uint32_t classes, Normalisation normalisation) {
   const size_t per_image = size_t{rows} * cols;
   if (per_image == 0 || pixels.size() != per_image * labels.size()) {
     return makeStatus(StatusCode::kInvalidArgument, "{}: {} pixel bytes for {} labels of {}x{} images, expected {}",
@@ -24,16 +22,16 @@ Result<ImageSet> ImageSet::fromBytes(const std::string& what, uint32_t rows, uin
   if (!(normalisation.std > 0.0f)) {
     return makeStatus(StatusCode::kInvalidArgument, "{}: normalisation std {}, expected > 0", what, normalisation.std);
   }
-  // 256 possible inputs: one table makes every pixel the same float whichever path computes it.
-  std::array<float, 256> table{};
-  for (int p = 0; p < 256; ++p) table[p] = (static_cast<float>(p) / 255.0f - normalisation.mean) / normalisation.std;
   ImageSet set;
+  // 256 possible inputs: one table makes every pixel the same float whichever path computes it.
+  for (int p = 0; p < 256; ++p) {
+    set.normalised_[p] = (static_cast<float>(p) / 255.0f - normalisation.mean) / normalisation.std;
+  }
   set.rows_ = rows;
   set.cols_ = cols;
   set.classes_ = classes;
   set.labels_ = std::move(labels);
-  set.pixels_.resize(pixels.size());
-  std::transform(pixels.begin(), pixels.end(), set.pixels_.begin(), [&](uint8_t p) { return table[p]; });
+  set.pixels_ = std::move(pixels);
   return set;
 }
 
@@ -49,8 +47,9 @@ Status ImageSet::gather(std::span<const uint32_t> indices, std::span<float> imag
       return makeStatus(StatusCode::kInvalidArgument, "image index {} at batch position {}, expected below {}", i, b,
                         size());
     }
-    std::span<const float> src = image(i);
-    std::copy(src.begin(), src.end(), images.begin() + static_cast<std::ptrdiff_t>(b * pixelsPerImage()));
+    std::span<const uint8_t> src = imageBytes(i);
+    std::transform(src.begin(), src.end(), images.begin() + static_cast<std::ptrdiff_t>(b * pixelsPerImage()),
+                   [this](uint8_t byte) { return normalised_[byte]; });
     labels[b] = labels_[i];
   }
   return Status::ok();
@@ -74,7 +73,7 @@ Result<ImageSet> loadImageSet(const std::string& images_path, const std::string&
     return makeStatus(StatusCode::kInvalidArgument, "{}: {} labels, expected {} (the images in {})", labels_path,
                       labels->dims[0], dims[0], images_path);
   }
-  return ImageSet::fromBytes(labels_path, shape.rows, shape.cols, images->values, std::move(labels->values),
+  return ImageSet::fromBytes(labels_path, shape.rows, shape.cols, std::move(images->values), std::move(labels->values),
                              shape.classes, normalisation);
 }
 

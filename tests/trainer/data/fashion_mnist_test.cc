@@ -25,15 +25,17 @@ TEST(FashionMnist, TrainSet) {
   EXPECT_EQ(train->size(), 60000u);
   EXPECT_EQ(train->rows(), 28u);
   EXPECT_EQ(train->cols(), 28u);
-  EXPECT_EQ(train->pixels().size(), 60000u * 784);
+  EXPECT_EQ(train->pixelBytes().size(), 60000u * 784);
   // The first labels of the training file: ankle boot, T-shirt, T-shirt, dress, T-shirt.
   EXPECT_EQ(train->label(0), 9);
   EXPECT_EQ(train->label(1), 0);
   EXPECT_EQ(train->label(3), 3);
-  const auto [lo, hi] = std::minmax_element(train->pixels().begin(), train->pixels().end());
+  const auto [lo, hi] = std::minmax_element(train->pixelBytes().begin(), train->pixelBytes().end());
+  EXPECT_EQ(*lo, 0);
+  EXPECT_EQ(*hi, 255);
   const Normalisation n = kFashionMnistNormalisation;
-  EXPECT_FLOAT_EQ(*lo, (0.0f - n.mean) / n.std);
-  EXPECT_FLOAT_EQ(*hi, (1.0f - n.mean) / n.std);
+  EXPECT_FLOAT_EQ(train->normalised(*lo), (0.0f - n.mean) / n.std);
+  EXPECT_FLOAT_EQ(train->normalised(*hi), (1.0f - n.mean) / n.std);
   // Every class appears 6000 times in the training set.
   std::vector<int> per_class(10);
   for (uint8_t label : train->labels()) ++per_class[label];

@@ -173,7 +173,8 @@ TEST(ImageSetFiles, LoadsAndNormalises) {
   ASSERT_TRUE(set) << set.status().toString();
   EXPECT_EQ(set->size(), 3u);
   EXPECT_EQ(set->label(1), 9);
-  EXPECT_FLOAT_EQ(set->image(2)[783], 2.0f);  // (255/255 - 0.5) / 0.25
+  EXPECT_EQ(set->imageBytes(2)[783], 255);
+  EXPECT_FLOAT_EQ(set->normalised(set->imageBytes(2)[783]), 2.0f);  // (255/255 - 0.5) / 0.25
 }
 
 TEST(ImageSetFiles, WrongImageSize) {
@@ -215,6 +216,7 @@ TEST(ImageSetFiles, GatherChecksBuffersAndIndices) {
   const std::vector<uint32_t> indices = {1, 0};
   ASSERT_TRUE(set->gather(indices, images, labels).isOk());
   EXPECT_EQ(labels, (std::vector<uint8_t>{2, 1}));
+  EXPECT_EQ(images, std::vector<float>(2 * 784, 1.0f));  // every byte 255: 255 / 255, mean 0, std 1
   expectError(set->gather(std::vector<uint32_t>{0, 2}, images, labels), {"image index 2", "expected below 2"});
   expectError(set->gather(std::vector<uint32_t>{0}, images, labels), {"expected 784 and 1"});
 }
