@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/text.h"
 #include "kernels/optimizer_config.h"
 
 namespace poseidon::kernels {
@@ -113,12 +114,6 @@ const std::array<KeySpec, 13> kKeys = {{
      [](OptimizerConfig& c, auto k, auto v) { return setNumber(c.lr.min_lr, k, v); }},
 }};
 
-std::string_view trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
-}
-
 // The schedules a key needs, for the message when it is given under another one.
 std::string scheduleList(unsigned schedules) {
   std::vector<std::string_view> names;
@@ -149,10 +144,9 @@ struct Option {
 Result<std::vector<Option>> splitOptions(std::string_view text) {
   std::vector<Option> options;
   std::set<std::string_view> seen;
-  while (!text.empty()) {
-    const auto comma = text.find(',');
-    const std::string_view item = trim(text.substr(0, comma));
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+  if (text.empty()) return options;
+  for (std::string_view untrimmed : splitList(text)) {
+    const std::string_view item = trimBlanks(untrimmed);
     if (item.empty()) {
       return makeStatus(StatusCode::kInvalidArgument, "optimizer spec has an empty option (expected key=value,...)");
     }
@@ -161,7 +155,7 @@ Result<std::vector<Option>> splitOptions(std::string_view text) {
       return makeStatus(StatusCode::kInvalidArgument, "optimizer option '{}' has no value (expected {}=value)", item,
                         item);
     }
-    const Option option{trim(item.substr(0, eq)), trim(item.substr(eq + 1))};
+    const Option option{trimBlanks(item.substr(0, eq)), trimBlanks(item.substr(eq + 1))};
     if (!seen.insert(option.key).second) {
       return makeStatus(StatusCode::kInvalidArgument, "optimizer option '{}' is given twice", option.key);
     }
@@ -174,7 +168,7 @@ Result<std::vector<Option>> splitOptions(std::string_view text) {
 
 Result<OptimizerConfig> parseOptimizer(std::string_view spec) {
   const auto colon = spec.find(':');
-  const std::string_view name = trim(spec.substr(0, colon));
+  const std::string_view name = trimBlanks(spec.substr(0, colon));
   OptimizerConfig config;
   if (name == "sum") {
     if (colon != std::string_view::npos) {

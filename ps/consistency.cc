@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <charconv>
 
+#include "common/text.h"
 #include "ps/imm_code.h"
 
 namespace poseidon::ps {
@@ -65,9 +66,7 @@ Result<Consistency> parseConsistency(std::string_view text) {
     result = Consistency::async();
     // Comma-separated: "push=2,fetch=3". An empty `rest` holds no option; an empty item (a
     // trailing comma) is an error.
-    for (size_t start = 0; !rest.empty();) {
-      const size_t comma = rest.find(',', start);
-      const std::string_view item = rest.substr(start, comma - start);  // to the end when npos
+    for (std::string_view item : rest.empty() ? std::vector<std::string_view>() : splitList(rest)) {
       const size_t equals = item.find('=');
       const std::string_view key = item.substr(0, equals);
       if (equals == std::string_view::npos || (key != "push" && key != "fetch")) {
@@ -76,8 +75,6 @@ Result<Consistency> parseConsistency(std::string_view text) {
       auto count = parseCount(key, item.substr(equals + 1));
       if (!count) return count.status();
       (key == "push" ? result.n_push : result.n_fetch) = *count;
-      if (comma == std::string_view::npos) break;
-      start = comma + 1;
     }
   } else {
     return makeStatus(StatusCode::kInvalidArgument,

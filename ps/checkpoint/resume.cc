@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/text.h"
 #include "transport/bootstrap/store_view.h"
 
 namespace poseidon::ps {
@@ -28,18 +29,15 @@ std::string shownInPart(std::string_view value) {
 
 Result<std::vector<uint64_t>> parseClocks(const std::string& key, const std::string& value, std::string_view text) {
   std::vector<uint64_t> clocks;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find(',', at);
-    if (end == std::string::npos) end = text.size();
+  if (text.empty()) return clocks;  // a rank that holds no checkpoint
+  for (std::string_view item : splitList(text)) {
     uint64_t clock = 0;
-    const auto [stop, error] = std::from_chars(text.data() + at, text.data() + end, clock);
-    if (error != std::errc() || stop != text.data() + end || end == at) {
+    const auto [stop, error] = std::from_chars(item.data(), item.data() + item.size(), clock);
+    if (error != std::errc() || stop != item.data() + item.size() || item.empty()) {
       return makeStatus(StatusCode::kProtocolError, "store key {} holds {}: {} is not a list of clocks", key,
                         shownInPart(value), shownInPart(text));
     }
     clocks.push_back(clock);
-    at = end + 1;
   }
   return clocks;
 }

@@ -178,6 +178,8 @@ TEST(OptimizerParse, BadSpecsNameTheKeyAndValue) {
   expectParseError("sgd:lr=", "optimizer option 'lr' value '' is not a number");
   expectParseError("sgd:lr", "optimizer option 'lr' has no value (expected lr=value)");
   expectParseError("sgd:lr=0.1,,momentum=0.9", "optimizer spec has an empty option (expected key=value,...)");
+  expectParseError("sgd:lr=0.1,", "optimizer spec has an empty option (expected key=value,...)");
+  expectParseError("sgd:,lr=0.1", "optimizer spec has an empty option (expected key=value,...)");
   expectParseError("sgd:lr=0.1,lr=0.2", "optimizer option 'lr' is given twice");
   expectParseError("sgd:nesterov=yes", "optimizer option 'nesterov' value 'yes' is not 0, 1, true or false");
   expectParseError("sgd:schedule=exp", "optimizer option 'schedule' value 'exp' is not constant, step, poly or cosine");

@@ -122,6 +122,15 @@ TEST(ResumeClock, AValueThatIsNotAListOfClocksIsNamed) {
       << clock.status().message();
 }
 
+TEST(ResumeClock, AnEmptyClockInTheListIsNamed) {
+  for (const std::string value : {"resume;12,;/d", "resume;,12;/d", "resume;12,,13;/d"}) {
+    auto clock = agreeOnValue(value);
+    ASSERT_FALSE(clock) << value;
+    EXPECT_EQ(clock.status().code(), StatusCode::kProtocolError) << value;
+    EXPECT_NE(clock.status().message().find("is not a list of clocks"), std::string::npos) << clock.status().message();
+  }
+}
+
 TEST(ResumeClock, AValueOfAnotherShapeIsNamed) {
   auto clock = agreeOnValue("12,13");
   ASSERT_FALSE(clock);

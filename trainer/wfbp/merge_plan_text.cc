@@ -6,18 +6,14 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "common/text.h"
+
 namespace poseidon::trainer {
 
 namespace {
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
-
 std::optional<size_t> parsePosition(std::string_view text) {
-  text = trim(text);
+  text = trimBlanks(text);
   size_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
@@ -105,16 +101,15 @@ Result<std::vector<MergeGroup>> parseMergeGroups(std::string_view text, size_t l
   if (layer_count == 0) {
     return makeStatus(StatusCode::kInvalidArgument, "merge plan '{}': the model has no layers", text);
   }
-  if (trim(text).empty()) {
+  if (trimBlanks(text).empty()) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "merge plan: empty, expected groups such as '0-3,4,5-{}' covering the {} layers", layer_count - 1,
                       layer_count);
   }
   std::vector<MergeGroup> groups;
   size_t next = 0;
-  for (size_t from = 0; from <= text.size();) {
-    const size_t comma = std::min(text.find(',', from), text.size());
-    const std::string_view token = trim(text.substr(from, comma - from));
+  for (std::string_view item : splitList(text)) {
+    const std::string_view token = trimBlanks(item);
     if (next == layer_count) {
       return makeStatus(StatusCode::kInvalidArgument,
                         "merge plan: token '{}' comes after every layer was grouped (the last one is {})", token,
@@ -124,7 +119,6 @@ Result<std::vector<MergeGroup>> parseMergeGroups(std::string_view text, size_t l
     if (!group) return group.status();
     groups.push_back(*group);
     next = group->last + 1;
-    from = comma + 1;
   }
   if (next != layer_count) {
     return makeStatus(StatusCode::kInvalidArgument, "merge plan '{}': layers {}-{} are in no group", text, next,

@@ -135,6 +135,8 @@ TEST(MergePlanParse, NamesTheBadToken) {
   expectInvalid(parseMergeGroups("0-1,-2,3", 4).status(), "token '-2'");
   expectInvalid(parseMergeGroups("0-1-2,3", 4).status(), "token '0-1-2'");
   expectInvalid(parseMergeGroups("0-1,,2-3", 4).status(), "token ''");
+  expectInvalid(parseMergeGroups("0-1,2-3,", 4).status(), "token '' comes after every layer was grouped");
+  expectInvalid(parseMergeGroups("0-1,", 4).status(), "token ''");
   expectInvalid(parseMergeGroups("0-1,3-2", 4).status(), "token '3-2' ends at 2, before its start 3");
   expectInvalid(parseMergeGroups("0-1,2-7", 4).status(), "token '2-7' names layer 7, past the last of the 4");
   expectInvalid(parseMergeGroups("0-1,3", 4).status(), "token '3' starts at layer 3, expected 2");

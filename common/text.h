@@ -1,0 +1,31 @@
+// Cutting the short texts our options and store values are made of: a list split at its
+// separator, an item trimmed of blanks. One definition, so every parser treats an empty item and
+// surrounding blanks the same way.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+namespace poseidon {
+
+// `text` without leading and trailing spaces and tabs.
+inline std::string_view trimBlanks(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+// The items between `separator`s, empty ones kept, so a parser can name them: "a,,b" gives
+// {"a", "", "b"}, "a," gives {"a", ""}, and "" gives {""}: a parser that allows an empty list
+// tests for it before splitting.
+inline std::vector<std::string_view> splitList(std::string_view text, char separator = ',') {
+  std::vector<std::string_view> items;
+  for (size_t start = 0;;) {
+    const size_t end = text.find(separator, start);
+    items.push_back(text.substr(start, end - start));  // to the end when npos
+    if (end == std::string_view::npos) return items;
+    start = end + 1;
+  }
+}
+
+}  // namespace poseidon
