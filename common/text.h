@@ -1,8 +1,9 @@
-// Cutting the short texts our options and store values are made of: a list split at its
-// separator, an item trimmed of blanks. One definition, so every parser treats an empty item and
-// surrounding blanks the same way.
+// Cutting the short texts our options, specs and store values are made of: a list split at its
+// separator, an item trimmed of blanks. One definition of each, so the parsers see the same items;
+// whether an empty item or blanks are allowed is each parser's rule (a store value has none).
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 #include <vector>
 

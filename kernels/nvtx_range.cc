@@ -1,12 +1,12 @@
 #include "kernels/nvtx_range.h"
 
-#if POSEIDON_HAVE_NVTX
+#if defined(POSEIDON_HAVE_NVTX)
 #include <nvtx3/nvToolsExt.h>
 #endif
 
 namespace poseidon::kernels {
 
-#if POSEIDON_HAVE_NVTX
+#if defined(POSEIDON_HAVE_NVTX)
 
 namespace {
 nvtxDomainHandle_t domain() {

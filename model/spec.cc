@@ -8,6 +8,7 @@
 #include <set>
 #include <vector>
 
+#include "common/text.h"
 #include "model/zoo.h"
 
 namespace poseidon::model {
@@ -34,16 +35,6 @@ std::string_view takeItem(std::string_view& rest, char separator) {
   return item;
 }
 
-std::vector<std::string_view> split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  while (true) {
-    const size_t at = text.find(separator);
-    parts.push_back(text.substr(0, at));
-    if (at == std::string_view::npos) return parts;
-    text = text.substr(at + 1);
-  }
-}
-
 // The parser of one spec: every error names the spec.
 class Parser {
  public:
@@ -67,7 +58,7 @@ class Parser {
   // "<a>x<b>x...": exactly `count` positive integers.
   Result<std::vector<uint64_t>> dimensions(std::string_view text, size_t count, std::string_view item,
                                            const char* form) const {
-    const std::vector<std::string_view> parts = split(text, 'x');
+    const std::vector<std::string_view> parts = splitList(text, 'x');
     if (parts.size() != count) return error("'{}' is not {}", item, form);
     std::vector<uint64_t> values;
     for (std::string_view part : parts) {
@@ -136,7 +127,7 @@ class Parser {
   }
 
   Result<Layer> other(std::string_view item, std::string name, std::string_view value) const {
-    const std::vector<std::string_view> parts = split(value, '+');
+    const std::vector<std::string_view> parts = splitList(value, '+');
     std::vector<NamedCount> named;
     std::vector<uint64_t> plain;
     for (std::string_view part : parts) {
@@ -206,7 +197,7 @@ class Parser {
 
   Result<Model> parse() const {
     if (spec_.empty()) return error("names no layer");
-    std::vector<std::string_view> sections = split(spec_, ';');
+    std::vector<std::string_view> sections = splitList(spec_, ';');
     Model model;
     size_t first_option = 0;
     if (auto zoo = zooModel(sections[0]); zoo.isOk()) {

@@ -13,13 +13,13 @@
 #include "kernels/cpu/scratch.h"
 #include "kernels/cpu/update_loop.h"
 
-#if POSEIDON_HAVE_OPENBLAS
+#if defined(POSEIDON_HAVE_OPENBLAS)
 #include <cblas.h>
 #endif
 
 namespace poseidon::kernels::cpu {
 
-#if POSEIDON_HAVE_OPENBLAS
+#if defined(POSEIDON_HAVE_OPENBLAS)
 
 namespace {
 

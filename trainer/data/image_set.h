@@ -50,7 +50,7 @@ class ImageSet {
   const std::vector<uint8_t>& pixelBytes() const { return pixels_; }
   const std::vector<uint8_t>& labels() const { return labels_; }
 
-  // Copies the images and labels at `indices` into caller-owned buffers (indices.size() *
+  // Copies the images at `indices`, normalised, and their labels into caller-owned buffers (indices.size() *
   // pixelsPerImage() floats and indices.size() labels), in the order of `indices`; no allocation,
   // so a training step can call it on buffers made once.
   Status gather(std::span<const uint32_t> indices, std::span<float> images, std::span<uint8_t> labels) const;

@@ -177,6 +177,28 @@ TEST(ImageSetFiles, LoadsAndNormalises) {
   EXPECT_FLOAT_EQ(set->normalised(set->imageBytes(2)[783]), 2.0f);  // (255/255 - 0.5) / 0.25
 }
 
+// The floats a batch gets are what the set held as floats before it kept bytes: exactly
+// (p / 255 - mean) / std for every byte p, at the image's place in the batch.
+TEST(ImageSetBytes, GatherNormalisesEveryByteExactlyInPlace) {
+  const Normalisation n{0.2860406f, 0.3530242f};
+  std::vector<uint8_t> pixels(256 * 2);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i < 256 ? i : 511 - i);
+  Result<ImageSet> set = ImageSet::fromBytes("bytes", 16, 16, pixels, {3, 5}, 10, n);
+  ASSERT_TRUE(set) << set.status().toString();
+  for (int p = 0; p < 256; ++p) {
+    const float expected = (static_cast<float>(p) / 255.0f - n.mean) / n.std;
+    ASSERT_EQ(set->normalised(static_cast<uint8_t>(p)), expected) << p;  // bit for bit, not FLOAT_EQ
+  }
+  std::vector<float> images(2 * 256);
+  std::vector<uint8_t> labels(2);
+  ASSERT_TRUE(set->gather(std::vector<uint32_t>{1, 0}, images, labels).isOk());
+  EXPECT_EQ(labels, (std::vector<uint8_t>{5, 3}));
+  for (size_t j = 0; j < 256; ++j) {
+    ASSERT_EQ(images[j], set->normalised(static_cast<uint8_t>(255 - j))) << j;  // image 1 first
+    ASSERT_EQ(images[256 + j], set->normalised(static_cast<uint8_t>(j))) << j;
+  }
+}
+
 TEST(ImageSetFiles, WrongImageSize) {
   TempDir dir;
   const ImageFiles files = writeSet(dir, 2, 32, 28, {1, 2});
