@@ -843,6 +843,8 @@ Result<std::unique_ptr<Client>> Client::start(transport::Context& context, trans
   }
   POSEIDON_RETURN_IF_ERROR(
       agreeOnPsJob(store, job, context.rank(), model, layout, options.consistency, nullptr, deadline));
+  // Before any wait on the servers: they wait for it to agree on the clock to resume from.
+  POSEIDON_RETURN_IF_ERROR(publishWorkerResumeClocks(store, job, context.rank(), options.resumable_clocks));
   auto client = std::make_unique<ClientImpl>(context, job, options);
   POSEIDON_RETURN_IF_ERROR(client->setUp(store, model, layout, deadline));
   return std::unique_ptr<Client>(std::move(client));

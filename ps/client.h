@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,6 +35,10 @@ namespace poseidon::ps {
 struct ClientOptions {
   Consistency consistency;  // must match the servers'
   PushSchedule push;
+  // The clocks this worker can resume from, when it keeps state of its own beside the servers' (a
+  // Session's worker: its trainer's data position); nullopt: any clock the servers have
+  // (ps/checkpoint/resume.h).
+  std::optional<std::vector<uint64_t>> resumable_clocks;
 };
 
 class Client {

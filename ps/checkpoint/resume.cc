@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <charconv>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +18,7 @@ namespace {
 
 // "<job>/checkpoints/<server>": "resume;<clocks>;<dir>" or "fresh;<clocks>;<dir>", the clocks
 // comma-separated. The directory comes last: a path may hold ';' and ','.
+// "<job>/checkpoints/worker-<w>": "any", or "only;<clocks>".
 transport::bootstrap::StoreView clocksOf(transport::bootstrap::Store& store, const PsJob& job) {
   return transport::bootstrap::StoreView(store, job.name).child("checkpoints");
 }
@@ -62,6 +65,20 @@ Result<HeldCheckpoints> parseHeld(const std::string& key, const std::string& val
   return HeldCheckpoints{mode == "resume", std::move(*clocks), value.substr(clocks_end + 1)};
 }
 
+// A worker's entry: nullopt for "any".
+Result<std::optional<std::vector<uint64_t>>> parseWorkerClocks(const std::string& key, const std::string& value) {
+  if (value == "any") return std::optional<std::vector<uint64_t>>();
+  constexpr std::string_view kOnly = "only;";
+  if (!value.starts_with(kOnly)) {
+    return makeStatus(StatusCode::kProtocolError, "store key {} holds {}, expected 'any' or 'only;<clocks>'", key,
+                      shownInPart(value));
+  }
+  auto clocks = parseClocks(key, value, std::string_view(value).substr(kOnly.size()));
+  if (!clocks) return clocks.status();
+  std::sort(clocks->begin(), clocks->end());
+  return std::optional<std::vector<uint64_t>>(std::move(*clocks));
+}
+
 // "18-20", "4,8-10": runs of consecutive clocks as ranges.
 std::string describeRuns(const std::vector<uint64_t>& clocks) {
   std::vector<std::string> runs;
@@ -87,6 +104,25 @@ std::string describeClocks(const std::vector<HeldCheckpoints>& published) {
     }
   }
   return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// "worker 1 can resume from clocks 3,6, worker 2 from none" (workers that take any clock left out).
+std::string describeWorkerClocks(const std::vector<std::optional<std::vector<uint64_t>>>& workers) {
+  std::vector<std::string> parts;
+  for (size_t worker = 0; worker < workers.size(); ++worker) {
+    if (!workers[worker]) continue;
+    const std::vector<uint64_t>& clocks = *workers[worker];
+    parts.push_back(clocks.empty() ? fmt::format("worker {} from none", worker)
+                                   : fmt::format("worker {} from clock{} {}", worker, clocks.size() == 1 ? "" : "s",
+                                                 describeRuns(clocks)));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::vector<uint64_t> intersect(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+  std::vector<uint64_t> both;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
+  return both;
 }
 
 // The servers started fresh beside an earlier run's checkpoints, each with its directory.
@@ -117,6 +153,13 @@ Status publishCheckpointClocks(transport::bootstrap::Store& store, const PsJob& 
       fmt::format("{};{};{}", held.resume ? "resume" : "fresh", fmt::join(held.clocks, ","), held.dir));
 }
 
+Status publishWorkerResumeClocks(transport::bootstrap::Store& store, const PsJob& job, int worker,
+                                 const std::optional<std::vector<uint64_t>>& clocks) {
+  transport::bootstrap::StoreView clocks_of = clocksOf(store, job);
+  return transport::bootstrap::setString(clocks_of, fmt::format("worker-{}", worker),
+                                         clocks ? fmt::format("only;{}", fmt::join(*clocks, ",")) : "any");
+}
+
 Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job, Deadline deadline) {
   transport::bootstrap::StoreView clocks_of = clocksOf(store, job);
   std::vector<HeldCheckpoints> published;
@@ -128,15 +171,32 @@ Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJo
     published.push_back(std::move(*held));
   }
   POSEIDON_RETURN_IF_ERROR(refuseFreshStartsBesideCheckpoints(published));
+  std::vector<std::optional<std::vector<uint64_t>>> workers;
+  for (int worker = 0; worker < job.workers; ++worker) {
+    const std::string key = fmt::format("worker-{}", worker);
+    auto text = transport::bootstrap::getString(clocks_of, key, deadline);
+    if (!text) return text.status();
+    auto clocks = parseWorkerClocks(clocks_of.key(key), *text);
+    if (!clocks) return clocks.status();
+    workers.push_back(std::move(*clocks));
+  }
   if (published.empty()) return uint64_t{0};
   std::vector<uint64_t> common = published.front().clocks;
-  for (const HeldCheckpoints& held : published) {
-    std::vector<uint64_t> both;
-    std::set_intersection(common.begin(), common.end(), held.clocks.begin(), held.clocks.end(),
-                          std::back_inserter(both));
-    common = std::move(both);
+  for (const HeldCheckpoints& held : published) common = intersect(common, held.clocks);
+  if (!common.empty()) {
+    std::vector<uint64_t> every_worker = common;
+    for (const auto& clocks : workers) {
+      if (clocks) every_worker = intersect(every_worker, *clocks);
+    }
+    if (!every_worker.empty()) return every_worker.back();
+    // The servers saved the job, but some worker lacks its own part of every such clock: resuming
+    // would start that worker without it.
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "no checkpoint clock every server has is one every worker can resume from, so the job cannot "
+                      "resume: {}; {}; give each worker its checkpoint of one of the servers' clocks, or remove the "
+                      "checkpoints to train from clock 0",
+                      describeClocks(published), describeWorkerClocks(workers));
   }
-  if (!common.empty()) return common.back();
   const bool none =
       std::all_of(published.begin(), published.end(), [](const HeldCheckpoints& held) { return held.clocks.empty(); });
   if (none) return uint64_t{0};

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,12 @@ struct HeldCheckpoints {
 Status publishCheckpointClocks(transport::bootstrap::Store& store, const PsJob& job, int server,
                                const HeldCheckpoints& held);
 
+// What a worker can resume from: any clock (nullopt: it keeps no state of its own), or only the
+// clocks listed.
+Status publishWorkerResumeClocks(transport::bootstrap::Store& store, const PsJob& job, int worker,
+                                 const std::optional<std::vector<uint64_t>>& clocks);
+
+// Every server and every worker must have published (ps::Server and ps::Client do at start).
 Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job, Deadline deadline);
 
 }  // namespace poseidon::ps

@@ -1,13 +1,14 @@
-// Which clock a restarted job resumes from: the newest every server has a checkpoint of; a fresh
-// start when no server has any; and an error naming what each server has when some have
-// checkpoints but no clock is common to all, instead of a fresh start that would drop them. A
-// server started fresh beside an earlier run's checkpoints fails the job, naming its directory.
+// Which clock a restarted job resumes from: the newest every server has a checkpoint of (and every
+// worker with state of its own a file of); a fresh start when no server has any; and an error naming what each server
+// has when some have checkpoints but no clock is common to all, instead of a fresh start that would drop them. A server
+// started fresh beside an earlier run's checkpoints fails the job, naming its directory.
 #include "ps/checkpoint/resume.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,14 +18,21 @@
 namespace poseidon::testing {
 namespace {
 
-// The clock agreeResumeClock() gives a job whose servers published what they hold.
-Result<uint64_t> agreeOnHeld(const std::vector<ps::HeldCheckpoints>& held) {
+using WorkerClocks = std::optional<std::vector<uint64_t>>;  // nullopt: any clock
+
+// The clock agreeResumeClock() gives a job whose servers and workers published what they hold
+// (by default one worker that takes any clock).
+Result<uint64_t> agreeOnHeld(const std::vector<ps::HeldCheckpoints>& held,
+                             const std::vector<WorkerClocks>& workers = {std::nullopt}) {
   TempDir dir;
   auto store = transport::bootstrap::FileStore::open(dir.path() + "/store");
   if (!store) return store.status();
-  const ps::PsJob job{1, static_cast<int>(held.size()), "ps"};
+  const ps::PsJob job{static_cast<int>(workers.size()), static_cast<int>(held.size()), "ps"};
   for (size_t server = 0; server < held.size(); ++server) {
     POSEIDON_RETURN_IF_ERROR(ps::publishCheckpointClocks(**store, job, static_cast<int>(server), held[server]));
+  }
+  for (size_t worker = 0; worker < workers.size(); ++worker) {
+    POSEIDON_RETURN_IF_ERROR(ps::publishWorkerResumeClocks(**store, job, static_cast<int>(worker), workers[worker]));
   }
   return ps::agreeResumeClock(**store, job, Deadline::after(std::chrono::seconds(10)));
 }
@@ -38,13 +46,14 @@ Result<uint64_t> agreeOn(const std::vector<std::vector<uint64_t>>& clocks) {
   return agreeOnHeld(held);
 }
 
-// The clock agreeResumeClock() gives for a store value published by hand.
-Result<uint64_t> agreeOnValue(const std::string& value) {
+// The clock agreeResumeClock() gives for store values published by hand: a server's, a worker's.
+Result<uint64_t> agreeOnValue(const std::string& value, const std::string& worker_value = "any") {
   TempDir dir;
   auto store = transport::bootstrap::FileStore::open(dir.path() + "/store");
   if (!store) return store.status();
   const ps::PsJob job{1, 1, "ps"};
   POSEIDON_RETURN_IF_ERROR(transport::bootstrap::setString(**store, "ps/checkpoints/0", value));
+  POSEIDON_RETURN_IF_ERROR(transport::bootstrap::setString(**store, "ps/checkpoints/worker-0", worker_value));
   return ps::agreeResumeClock(**store, job, Deadline::after(std::chrono::seconds(10)));
 }
 
@@ -112,6 +121,49 @@ TEST(ResumeClock, AFreshStartBesideAnEarlierRunsCheckpointsFailsNamingTheDirecto
   EXPECT_NE(clock.status().message().find("server 0's directory '/a' holds its checkpoint of clock 7"),
             std::string::npos)
       << clock.status().message();
+}
+
+// A worker with state of its own (a Session's trainer position) resumes only where it has it: a
+// crash after the servers wrote clock 9 but before worker 1 wrote its file of 9 resumes from 6.
+TEST(ResumeClock, IsTheNewestClockEveryServerAndEveryWorkerWithStateHas) {
+  const std::vector<ps::HeldCheckpoints> servers = {{true, {3, 6, 9}, "/a"}, {true, {6, 9}, "/b"}};
+  auto clock = agreeOnHeld(servers, {std::vector<uint64_t>{3, 6, 9}, std::vector<uint64_t>{6, 3}, std::nullopt});
+  ASSERT_TRUE(clock) << clock.status().toString();
+  EXPECT_EQ(*clock, 6u);
+  // Workers that take any clock leave the servers' newest.
+  clock = agreeOnHeld(servers, {std::nullopt, std::nullopt});
+  ASSERT_TRUE(clock) << clock.status().toString();
+  EXPECT_EQ(*clock, 9u);
+  // No server has any: a fresh start, whatever the workers hold (the Session then says so).
+  clock = agreeOnHeld({{true, {}, "/a"}}, {std::vector<uint64_t>{4}});
+  ASSERT_TRUE(clock) << clock.status().toString();
+  EXPECT_EQ(*clock, 0u);
+}
+
+TEST(ResumeClock, AWorkerWithoutAnyOfTheServersClocksIsNamed) {
+  auto clock = agreeOnHeld({{true, {6, 9}, "/a"}},
+                           {std::vector<uint64_t>{6, 9}, std::vector<uint64_t>{3}, std::vector<uint64_t>{}});
+  ASSERT_FALSE(clock) << "resumed from clock " << *clock;
+  EXPECT_EQ(clock.status().code(), StatusCode::kInvalidArgument);
+  const std::string& message = clock.status().message();
+  EXPECT_NE(message.find("no checkpoint clock every server has is one every worker can resume from"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("server 0 has clocks 6,9; worker 0 from clocks 6,9, worker 1 from clock 3, worker 2 from "
+                         "none"),
+            std::string::npos)
+      << message;
+}
+
+TEST(ResumeClock, AWorkersValueOfAnotherShapeIsNamed) {
+  for (const std::string value : {"", "all", "only;4,x", "only;4,", "4,5"}) {
+    auto clock = agreeOnValue("resume;4;/d", value);
+    ASSERT_FALSE(clock) << value;
+    EXPECT_EQ(clock.status().code(), StatusCode::kProtocolError) << value;
+    EXPECT_NE(clock.status().message().find("ps/checkpoints/worker-0"), std::string::npos) << clock.status().message();
+  }
+  auto clock = agreeOnValue("resume;4,5;/d", "only;5");
+  ASSERT_TRUE(clock) << clock.status().toString();
+  EXPECT_EQ(*clock, 5u);
 }
 
 TEST(ResumeClock, AValueThatIsNotAListOfClocksIsNamed) {

@@ -61,6 +61,7 @@ TEST_P(ServerProtocolTest, RogueWorkerIsCutOffAndNamed) {
     // It passes the start-up check like any worker built alike.
     POSEIDON_RETURN_IF_ERROR(
         ps::agreeOnPsJob(**store, job, 1, model, *layout, ps::Consistency::bsp(), nullptr, deadline));
+    POSEIDON_RETURN_IF_ERROR(ps::publishWorkerResumeClocks(**store, job, 1, std::nullopt));
     POSEIDON_RETURN_IF_ERROR(ps::publishWorkerRegion(**store, job, 1, **region));
     auto servers = ps::fetchServerRegions(**store, job, deadline);
     if (!servers) return servers.status();

@@ -119,7 +119,9 @@ void addTrainOptions(CLI::App& app, TrainCommandLine& c) {
       ->type_name("N");
   app.add_option("--checkpoint-dir", c.checkpoint_dir, "Where checkpoints are written and resumed from")
       ->type_name("DIR");
-  app.add_option("--checkpoint-every", c.checkpoint_every, "Write a checkpoint every N steps (default 0: never)")
+  app.add_option("--checkpoint-every", c.checkpoint_every,
+                 "Write a checkpoint every N steps (default 0: never); under SSP / async the PS servers write the "
+                 "model's, the workers their data positions")
       ->type_name("N");
   app.add_flag("--resume", c.resume, "Start from the checkpoint in --checkpoint-dir");
 }
@@ -176,10 +178,6 @@ std::string checkTrainOptions(TrainCommandLine& c, const char* environment_secre
       return fmt::format("--consistency {} sends every layer through the PS: expected --hybcomm ps, not '{}'",
                          c.consistency.canonical(), c.hybcomm);
     }
-    if (c.checkpoint_every > 0 || c.resume) {
-      return fmt::format("{} with --consistency {}: worker checkpoints are BSP only (the PS servers hold the model)",
-                         c.resume ? "--resume" : "--checkpoint-every", c.consistency.canonical());
-    }
   }
   if ((c.checkpoint_every > 0 || c.resume) && c.checkpoint_dir.empty()) {
     return fmt::format("{} needs --checkpoint-dir", c.resume ? "--resume" : "--checkpoint-every");
@@ -231,6 +229,13 @@ trainer::SessionOptions sessionOptions(const TrainCommandLine& c, const std::str
   options.device.secret = c.secret;
   options.startup_timeout = std::chrono::seconds(c.timeout_s);
   options.sync_timeout = std::chrono::seconds(c.timeout_s);
+  // SSP / async: the servers hold the model and checkpoint it every --checkpoint-every steps; the
+  // workers' saves (their data positions) go beside.
+  if (c.consistency.mode != ps::Consistency::Mode::kBsp && (c.checkpoint_every > 0 || c.resume)) {
+    options.server_checkpoints.dir = c.checkpoint_dir;
+    options.server_checkpoints.every = c.checkpoint_every;
+    options.server_checkpoints.resume = c.resume;
+  }
   return options;
 }
 

@@ -43,6 +43,7 @@ Status validateOptions(const SessionOptions& options) {
   POSEIDON_RETURN_IF_ERROR(options.layout.validate());
   if (options.batch == 0) return makeStatus(StatusCode::kInvalidArgument, "a batch K of 0; expected >= 1");
   POSEIDON_RETURN_IF_ERROR(validateConsistencyOptions(options));
+  POSEIDON_RETURN_IF_ERROR(validateServerCheckpoints(options.server_checkpoints, options.consistency));
   if (mayUseAdam(options.hybcomm) && options.layout.adam_servers < 1) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "HybComm may pick the Adam-style scheme, but the layout has no Adam server ({})",
@@ -107,7 +108,9 @@ class SessionImpl final : public Session {
   Status startHybrid(Deadline deadline);
   Status startServerOptimized(Deadline deadline);
   Status startPipeline();
-  Status refuseUnlessHybrid(const char* call) const;
+  Status saveWorkerState(const std::string& dir, std::span<const uint8_t> extra);
+  Result<std::vector<uint8_t>> restoreWorkerState(const std::string& dir);
+  Status checkServerCheckpointDir(const char* call, const std::string& dir) const;
   Status shareInitialParameters(Deadline deadline);
   std::vector<LayerState> layerStates();
   WorkerCheckpointIdentity checkpointIdentity() const;
@@ -131,7 +134,9 @@ class SessionImpl final : public Session {
   std::optional<MergePlan> merge_plan_;
   std::unique_ptr<DeviceStaging> staging_;  // the host side of layers kept in GPU memory
   std::unique_ptr<LayerSync> sync_;
-  HybridSync* hybrid_ = nullptr;  // sync_ under BSP (the workers' replicas: checkpoints), else null
+  HybridSync* hybrid_ = nullptr;                     // sync_ under BSP (the workers' replicas: checkpoints), else null
+  ServerOptimizedSync* server_optimized_ = nullptr;  // sync_ under SSP / async, else null
+  uint64_t resumed_clock_ = 0;                       // SSP / async: the servers' clock start() resumed from
   std::vector<LayerSource> sources_;
   std::unique_ptr<WfbpPipeline> pipeline_;
   // Directories this run's checkpoints may go to: the one it resumed from, and those it found
@@ -207,10 +212,23 @@ Status SessionImpl::startHybrid(Deadline deadline) {
 }
 
 Status SessionImpl::startServerOptimized(Deadline deadline) {
-  auto sync = startServerOptimizedSync(*job_, units_.unitModel(), options_, deadline);
+  // Resuming, this worker can go on only where it has its own state: the job takes the newest
+  // clock every server and every worker has (ps/checkpoint/resume.h).
+  const ServerCheckpointOptions& checkpoints = options_.server_checkpoints;
+  std::optional<std::vector<uint64_t>> resumable;
+  if (checkpoints.resume) resumable = listWorkerCheckpoints(checkpoints.dir, static_cast<uint32_t>(rank()));
+  auto sync = startServerOptimizedSync(*job_, units_.unitModel(), options_, resumable, deadline);
   if (!sync) return sync.status().withContext(describe());
   ServerOptimizedSync& started = **sync;
+  server_optimized_ = sync->get();
   sync_ = std::move(*sync);
+  resumed_clock_ = started.iteration();
+  if (resumed_clock_ > 0) {
+    // Files of later clocks are the crashed run's: left, a later resume could pair them with this
+    // run's files of the same clock. The directory is this run's from here on.
+    removeWorkerCheckpointsAfter(checkpoints.dir, static_cast<uint32_t>(rank()), resumed_clock_);
+    run_checkpoint_dirs_.push_back(sameDirectory(checkpoints.dir));
+  }
   POSEIDON_RETURN_IF_ERROR(bindUnitParams(*sync_, units_, layerParams()));
   // Worker 0's parameters reach every worker through the servers (their initial model); a merged
   // unit's arrive in the sync's own memory, and go on to its layers' buffers.
@@ -226,7 +244,8 @@ Status SessionImpl::startPipeline() {
         {host.input.data(), host.output_gradient.data(), layers_[l].feature_major, host.gradient.data(), host.params});
   }
   POSEIDON_RETURN_IF_ERROR(staging_->pushParamsToDevice(startupDeadline()));
-  pipeline_ = std::make_unique<WfbpPipeline>(*sync_, units_, sources_, pipelineOptions());
+  // A resumed SSP / async job numbers its iterations from the servers' clock.
+  pipeline_ = std::make_unique<WfbpPipeline>(*sync_, units_, sources_, pipelineOptions(), sync_->iteration());
   return Status::ok();
 }
 
@@ -255,13 +274,22 @@ Status SessionImpl::createStaging() {
   return staging_->pullParamsToHost(startupDeadline()).withContext(describe());
 }
 
-Status SessionImpl::refuseUnlessHybrid(const char* call) const {
-  if (hybrid_ != nullptr) return Status::ok();
-  return makeStatus(StatusCode::kUnavailable,
-                    "{} under consistency {}: the parameters and the optimizer state live on the PS servers, which "
-                    "checkpoint themselves (ps/checkpoint/), and the Session does not drive their checkpoints yet; "
-                    "exact restart through the Session is BSP only",
-                    call, options_.consistency.canonical());
+Status SessionImpl::checkServerCheckpointDir(const char* call, const std::string& dir) const {
+  const std::string& servers = options_.server_checkpoints.dir;
+  if (servers.empty()) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "{} under consistency {}: the parameters and the optimizer state live on the PS servers; set "
+                      "SessionOptions::server_checkpoints (dir, every) so that they checkpoint them, and save each "
+                      "worker's state beside them",
+                      call, options_.consistency.canonical());
+  }
+  if (sameDirectory(dir) != sameDirectory(servers)) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "{}('{}') under consistency {}: the workers' files go beside the servers', into "
+                      "SessionOptions::server_checkpoints.dir '{}'",
+                      call, dir, options_.consistency.canonical(), servers);
+  }
+  return Status::ok();
 }
 
 Status SessionImpl::shareInitialParameters(Deadline deadline) {
@@ -318,24 +346,14 @@ std::vector<LayerState> SessionImpl::layerStates() {
 }
 
 WorkerCheckpointIdentity SessionImpl::checkpointIdentity() const {
-  return {static_cast<uint32_t>(rank()), static_cast<uint32_t>(options_.layout.workers), &model_, &options_.optimizer};
-}
-
-// `dir` as one path whatever way it is spelt ("ckpt", "./ckpt/", "/work/ckpt"), and whether it
-// exists yet or not (the first save creates it): made absolute first, since weakly_canonical
-// leaves a relative path that does not exist relative.
-std::filesystem::path samePath(const std::string& dir) {
-  std::error_code error;
-  const std::filesystem::path absolute = std::filesystem::absolute(dir, error);
-  if (error) return std::filesystem::path(dir).lexically_normal();
-  std::filesystem::path path = std::filesystem::weakly_canonical(absolute, error);
-  return error ? absolute.lexically_normal() : path;
+  return {static_cast<uint32_t>(rank()), static_cast<uint32_t>(options_.layout.workers), &model_, &options_.optimizer,
+          options_.consistency.canonical()};
 }
 
 // Every worker says through the store what it found, and all refuse together: one refusing alone
 // would leave the others waiting on it until their sync deadline, then naming it as lost.
 Status SessionImpl::claimCheckpointDirectory(const std::string& dir) {
-  const std::filesystem::path path = samePath(dir);
+  const std::filesystem::path path = sameDirectory(dir);
   if (std::find(run_checkpoint_dirs_.begin(), run_checkpoint_dirs_.end(), path) != run_checkpoint_dirs_.end()) {
     return Status::ok();
   }
@@ -359,12 +377,47 @@ Status SessionImpl::claimCheckpointDirectory(const std::string& dir) {
 
 Status SessionImpl::saveCheckpoint(const std::string& dir, std::span<const uint8_t> extra) {
   POSEIDON_RETURN_IF_ERROR(running("saveCheckpoint"));
-  POSEIDON_RETURN_IF_ERROR(refuseUnlessHybrid("saveCheckpoint"));
+  if (server_optimized_ != nullptr) return saveWorkerState(dir, extra).withContext(describe());
   POSEIDON_RETURN_IF_ERROR(claimCheckpointDirectory(dir).withContext(describe()));
   // The syncs of the iterations ended so far complete first: the file holds their updates.
   POSEIDON_RETURN_IF_ERROR(pipeline_->drain(Deadline::after(options_.sync_timeout)));
   const std::vector<LayerState> states = layerStates();
-  return writeWorkerCheckpoint(dir, checkpointIdentity(), hybrid_->iteration(), extra, states).withContext(describe());
+  const uint64_t iteration = hybrid_->iteration();
+  const auto rank = static_cast<uint32_t>(this->rank());
+  POSEIDON_RETURN_IF_ERROR(
+      writeWorkerCheckpoint(dir, checkpointIdentity(), iteration, extra, states).withContext(describe()));
+  // The newest before this one stays: a crash while the workers write one leaves an iteration
+  // every worker has.
+  std::vector<uint64_t> older = listWorkerCheckpoints(dir, rank);
+  std::erase_if(older, [iteration](uint64_t i) { return i >= iteration; });
+  if (!older.empty()) removeWorkerCheckpointsBefore(dir, rank, older.back());
+  return Status::ok();
+}
+
+// SSP / async: the servers write the weights at the clocks of server_checkpoints.every themselves;
+// the worker adds its trainer's state at the same clock.
+Status SessionImpl::saveWorkerState(const std::string& dir, std::span<const uint8_t> extra) {
+  POSEIDON_RETURN_IF_ERROR(checkServerCheckpointDir("saveCheckpoint", dir));
+  const uint64_t iteration = pipeline_->iteration(), every = options_.server_checkpoints.every;
+  if (every == 0) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "saveCheckpoint under consistency {}: SessionOptions::server_checkpoints.every is 0, so the "
+                      "servers write no checkpoint this one could go with",
+                      options_.consistency.canonical());
+  }
+  if (iteration == 0 || iteration % every != 0) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "saveCheckpoint after iteration {} under consistency {}: the servers checkpoint every {} "
+                      "clocks (SessionOptions::server_checkpoints.every), so save after iterations {}, {}, ...",
+                      iteration, options_.consistency.canonical(), every, every, 2 * every);
+  }
+  POSEIDON_RETURN_IF_ERROR(claimCheckpointDirectory(dir));
+  const auto rank = static_cast<uint32_t>(this->rank());
+  POSEIDON_RETURN_IF_ERROR(writeWorkerCheckpoint(dir, checkpointIdentity(), iteration, extra, {}));
+  // Older than the newest clock every server has written, no file can be resumed from: the job
+  // resumes from that clock or a newer one.
+  removeWorkerCheckpointsBefore(dir, rank, std::min(iteration, server_optimized_->committedCheckpoint()));
+  return Status::ok();
 }
 
 Result<uint64_t> SessionImpl::commonCheckpoint(const std::string& dir) {
@@ -391,11 +444,14 @@ Result<uint64_t> SessionImpl::commonCheckpoint(const std::string& dir) {
 
 Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& dir) {
   POSEIDON_RETURN_IF_ERROR(running("restoreCheckpoint"));
-  POSEIDON_RETURN_IF_ERROR(refuseUnlessHybrid("restoreCheckpoint"));
-  if (pipeline_->anyReported() || sync_->iteration() != 0) {
+  if (server_optimized_ != nullptr) {
+    POSEIDON_RETURN_IF_ERROR(checkServerCheckpointDir("restoreCheckpoint", dir).withContext(describe()));
+  }
+  if (pipeline_->anyReported() || sync_->iteration() != resumed_clock_) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "restoreCheckpoint after training began (a layer was reported): restore right after start()");
   }
+  if (server_optimized_ != nullptr) return restoreWorkerState(dir);
   auto iteration = commonCheckpoint(dir);
   if (!iteration) return iteration.status().withContext(describe());
   const std::vector<LayerState> states = layerStates();
@@ -404,7 +460,7 @@ Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& d
   // Files of later iterations are another run's (written before the crash this resumes from):
   // left, they could be paired with this run's files of the same iteration after the next crash.
   removeWorkerCheckpointsAfter(dir, static_cast<uint32_t>(rank()), *iteration);
-  run_checkpoint_dirs_.push_back(samePath(dir));
+  run_checkpoint_dirs_.push_back(sameDirectory(dir));
   gatherMergedParams(*sync_, units_, layerParams());
   POSEIDON_RETURN_IF_ERROR(staging_->pushParamsToDevice(startupDeadline()).withContext(describe()));
   // A fresh pipeline numbers its syncs from the restored iteration.
@@ -413,6 +469,25 @@ Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& d
   pipeline_ =
       std::make_unique<WfbpPipeline>(*sync_, units_, sources_, pipelineOptions(), set.isOk() ? restored->iteration : 0);
   POSEIDON_RETURN_IF_ERROR(set);
+  return std::move(restored->extra);
+}
+
+// SSP / async: start() resumed the servers and this worker at the newest clock every rank has;
+// the worker's file of that clock holds its trainer's state.
+Result<std::vector<uint8_t>> SessionImpl::restoreWorkerState(const std::string& dir) {
+  if (!options_.server_checkpoints.resume) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "{}: restoreCheckpoint under consistency {} without SessionOptions::server_checkpoints.resume: "
+                      "the job resumes at start(), so set resume on every rank",
+                      describe(), options_.consistency.canonical());
+  }
+  if (resumed_clock_ == 0) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "{}: no server had a checkpoint in '{}' to resume from, so the job started from clock 0",
+                      describe(), dir);
+  }
+  auto restored = readWorkerCheckpoint(dir, checkpointIdentity(), resumed_clock_, {});
+  if (!restored) return restored.status().withContext(describe());
   return std::move(restored->extra);
 }
 

@@ -31,7 +31,9 @@
 // waitForParameters(l) returns once its parameters include every worker's updates up to the
 // staleness bound (SSP(s): version >= iteration - s, so a fast worker runs at most s iterations
 // ahead of the slowest) or, async, whatever the servers hold (fetched every n_fetch iterations).
-// HybComm must then be fixed to the PS; exact restart (saveCheckpoint) is BSP only.
+// HybComm must then be fixed to the PS. Restart: the servers checkpoint the weights and the
+// optimizer state every so many clocks, and saveCheckpoint adds each worker's own state
+// (SessionOptions::server_checkpoints, trainer/api/server_checkpoint_options.h).
 //
 // Errors never abort: every call returns a Status naming the layer, the peer or the value. After
 // a sync fails (a peer died, a deadline passed) every later call returns that first failure; the
@@ -54,6 +56,7 @@
 #include "ps/push_schedule.h"
 #include "trainer/api/job_layout.h"
 #include "trainer/api/layer_registration.h"
+#include "trainer/api/server_checkpoint_options.h"
 #include "trainer/hybcomm/hybcomm.h"
 #include "trainer/wfbp/copy_engine.h"
 #include "trainer/wfbp/merge_options.h"
@@ -98,6 +101,9 @@ struct SessionOptions {
   // [MG-WFBP]: runs of small layers synced as one message (trainer/wfbp/merge_options.h); off by
   // default. Every worker gives the same.
   MergeOptions merge;
+  // SSP / async only: the servers' checkpoints and resuming from them
+  // (trainer/api/server_checkpoint_options.h). Every rank gives the same.
+  ServerCheckpointOptions server_checkpoints;
 };
 
 class Session {
@@ -140,23 +146,30 @@ class Session {
   // Waits for the syncs still running, tells the servers this worker is done, leaves the job.
   virtual Status finish() = 0;
 
-  // --- exact restart (HybComm mode keeps the weights and the optimizer state on the workers) ---
-  // BSP only. Under SSP / async both are refused with an error: the weights and the optimizer
-  // state live on the PS servers, whose own checkpoints (ps/checkpoint/) the Session does not
-  // drive yet.
+  // --- restart ---
+  // BSP (HybComm mode keeps the weights and the optimizer state on the workers): exact restart.
   // Waits until every reported sync has completed, then writes this worker's replica (every
   // layer's parameters and optimizer state), the iteration count and `extra` (the trainer's own
-  // state: its data position, its random state) to <dir>/worker-<rank>.ckpt: written to a
-  // temporary file, checksummed, fsync'ed and renamed, so a crash leaves the old file or the new
-  // one. Every worker calls it after the same endIteration(). A run's first save into a directory
-  // it did not restore from is refused on every worker (kInvalidArgument, naming the files) when
-  // the directory of any worker holds its checkpoints of an earlier run: a later resume could
-  // take the old run's.
+  // state: its data position, its random state) to <dir>/worker-<rank>-<iteration>.ckpt: written
+  // to a temporary file, checksummed, fsync'ed and renamed, so a crash leaves the old file or the
+  // new one. Every worker calls it after the same endIteration(). A run's first save into a
+  // directory it did not restore from is refused on every worker (kInvalidArgument, naming the
+  // files) when the directory of any worker holds its checkpoints of an earlier run: a later
+  // resume could take the old run's.
+  // SSP / async: the servers hold the weights and write them every server_checkpoints.every
+  // clocks themselves; this writes the iteration and `extra` alone, into server_checkpoints.dir
+  // (`dir` must name it), after an iteration that is a multiple of `every` (others are refused,
+  // naming both). Call it after each such iteration: the job resumes from the newest clock every
+  // server and every worker has. It returns without waiting for any sync.
   virtual Status saveCheckpoint(const std::string& dir, std::span<const uint8_t> extra) = 0;
-  // After start() and before the first report: loads <dir>/worker-<rank>.ckpt into the registered
-  // parameters, the optimizer state and the iteration count, checks through the store that every
-  // worker resumes the same iteration, and returns the checkpoint's `extra`. A missing, truncated
-  // or corrupt file, or one of another model, is an error naming the file and what differs.
+  // After start() and before the first report. BSP: loads <dir>/worker-<rank>-<iteration>.ckpt
+  // into the registered parameters, the optimizer state and the iteration count, checks through
+  // the store that every worker resumes the same iteration, and returns the checkpoint's `extra`.
+  // SSP / async with server_checkpoints.resume: start() already resumed from the newest clock
+  // every rank has (the servers' parameters are in the buffers); this returns the worker's
+  // `extra` of that clock, and fails naming the directory when no server had a checkpoint (the
+  // job started from clock 0). A missing, truncated or corrupt file, or one of another model,
+  // optimizer or consistency, is an error naming the file and what differs.
   virtual Result<std::vector<uint8_t>> restoreCheckpoint(const std::string& dir) = 0;
 
   // Iterations ended so far (counting those of a restored checkpoint).

@@ -140,14 +140,18 @@ Status agreeOnTrainingSetup(JobConnection& job, const SessionOptions& options, D
   items.add("session.optimizer", options.optimizer.canonical());
   // ps::PushSchedule::priority: every worker reorders, or none does.
   items.add("session.push.priority", options.push.priority ? "on" : "off");
+  // Saves go with the servers' clocks, and a resume is every rank's or none's.
+  const ServerCheckpointOptions& checkpoints = options.server_checkpoints;
+  items.add("session.server_checkpoints",
+            checkpoints.dir.empty() ? "off" : fmt::format("every={},resume={}", checkpoints.every, checkpoints.resume));
   scheme::AgreementGroup workers{"session/start", {}, [](int r) { return fmt::format("worker {} (rank {})", r, r); }};
   for (int w = 0; w < options.layout.workers; ++w) workers.ranks.push_back(w);
   return scheme::agreeOnStart(job.view(), workers, job.rank(), items, deadline);
 }
 
-Result<std::unique_ptr<ServerOptimizedSync>> startServerOptimizedSync(JobConnection& job, const model::Model& model,
-                                                                      const SessionOptions& options,
-                                                                      Deadline deadline) {
+Result<std::unique_ptr<ServerOptimizedSync>> startServerOptimizedSync(
+    JobConnection& job, const model::Model& model, const SessionOptions& options,
+    const std::optional<std::vector<uint64_t>>& resumable_clocks, Deadline deadline) {
   auto context = job.join(scheme::Scheme::kPs, deadline);
   if (!context) return context.status();
   ServerOptimizedOptions sync;
@@ -157,6 +161,7 @@ Result<std::unique_ptr<ServerOptimizedSync>> startServerOptimizedSync(JobConnect
   sync.push = options.push;
   sync.consistency = options.consistency;
   sync.name = options.job;  // the name HybridSync gives its PS job too: the servers need not know which
+  sync.resumable_clocks = resumable_clocks;
   return ServerOptimizedSync::start(**context, job.store(), model, sync, deadline);
 }
 
@@ -174,6 +179,10 @@ Result<std::unique_ptr<ps::Server>> startPsServer(JobConnection& job, std::span<
   server.optimizer = setup.optimizer;
   server.consistency = setup.consistency;
   server.average = true;  // the mean of the workers' gradients, as HybComm's workers step on
+  server.checkpoint_dir = options.server_checkpoints.dir;
+  server.checkpoint_every = options.server_checkpoints.every;
+  server.checkpoint_keep = options.server_checkpoints.keep;
+  server.resume = options.server_checkpoints.resume;
   return startLayerServer(**context, job.store(), layers, workers, servers, options.chunk_bytes, options.job, server,
                           deadline);
 }

@@ -7,6 +7,9 @@
 // another consistency or optimizer fails start-up naming the item.
 #pragma once
 
+#include <optional>
+#include <vector>
+
 #include <memory>
 #include <span>
 
@@ -39,12 +42,15 @@ struct TrainingSetup {
 Status publishTrainingSetup(JobConnection& job, const SessionOptions& options);
 Result<TrainingSetup> publishedTrainingSetup(JobConnection& job, Deadline deadline);
 
-// Every worker compares its consistency, optimizer and priority with every other worker's.
+// Every worker compares its consistency, optimizer, priority and server checkpoints with every
+// other worker's.
 Status agreeOnTrainingSetup(JobConnection& job, const SessionOptions& options, Deadline deadline);
 
-// A worker's side under SSP / async: joins the PS context and starts the sync over `model`.
-Result<std::unique_ptr<ServerOptimizedSync>> startServerOptimizedSync(JobConnection& job, const model::Model& model,
-                                                                      const SessionOptions& options, Deadline deadline);
+// A worker's side under SSP / async: joins the PS context and starts the sync over `model`,
+// resuming from one of `resumable_clocks` (nullopt: any the servers have).
+Result<std::unique_ptr<ServerOptimizedSync>> startServerOptimizedSync(
+    JobConnection& job, const model::Model& model, const SessionOptions& options,
+    const std::optional<std::vector<uint64_t>>& resumable_clocks, Deadline deadline);
 
 // A PS server rank: the summation server of HybComm under BSP, else one that runs `setup`'s
 // optimizer (on the mean of the workers' gradients) under its consistency.

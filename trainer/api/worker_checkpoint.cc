@@ -19,7 +19,7 @@ namespace {
 using ps::checkpoint_format::Radix;
 
 constexpr std::string_view kMagic = "PSDNWKCP";
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: the consistency in the header
 // The trainer's own bytes are a data position and a random state: a little, never megabytes. A
 // reader refuses more before it allocates (the length may be garbage).
 constexpr uint64_t kMaxExtraBytes = uint64_t{1} << 20;
@@ -35,7 +35,8 @@ Status header(Io& io, const WorkerCheckpointIdentity& id) {
   POSEIDON_RETURN_IF_ERROR(io.identity32("model_crc", transport::wire::crc32c(spec.data(), spec.size())));
   POSEIDON_RETURN_IF_ERROR(io.identity64("model_params", id.model->totalParams(), Radix::kDecimal));
   POSEIDON_RETURN_IF_ERROR(io.identityString("optimizer", id.optimizer->canonical()));
-  return io.identity32("state_words", static_cast<uint32_t>(id.optimizer->stateWords()));
+  POSEIDON_RETURN_IF_ERROR(io.identity32("state_words", static_cast<uint32_t>(id.optimizer->stateWords())));
+  return io.identityString("consistency", id.consistency);
 }
 
 std::vector<uint64_t> packBytes(std::span<const uint8_t> bytes) {
@@ -45,6 +46,15 @@ std::vector<uint64_t> packBytes(std::span<const uint8_t> bytes) {
 }
 
 }  // namespace
+
+std::filesystem::path sameDirectory(const std::string& dir) {
+  // Made absolute first: weakly_canonical leaves a relative path that does not exist relative.
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(dir, error);
+  if (error) return std::filesystem::path(dir).lexically_normal();
+  std::filesystem::path path = std::filesystem::weakly_canonical(absolute, error);
+  return error ? absolute.lexically_normal() : path;
+}
 
 std::string workerCheckpointPath(const std::string& dir, uint32_t rank, uint64_t iteration) {
   return fmt::format("{}/worker-{}-{}.ckpt", dir, rank, iteration);
@@ -89,12 +99,13 @@ Status writeWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdent
     ::unlink(temp.c_str());
     return status.withContext(fmt::format("writing checkpoint {}", path));
   }
-  POSEIDON_RETURN_IF_ERROR(ps::replaceFile(temp, path, dir));
-  std::vector<uint64_t> older = listWorkerCheckpoints(dir, id.rank);
-  std::erase_if(older, [iteration](uint64_t i) { return i >= iteration; });
-  if (!older.empty()) older.pop_back();  // the newest before this one stays
-  for (uint64_t i : older) ::unlink(workerCheckpointPath(dir, id.rank, i).c_str());
-  return Status::ok();
+  return ps::replaceFile(temp, path, dir);
+}
+
+void removeWorkerCheckpointsBefore(const std::string& dir, uint32_t rank, uint64_t iteration) {
+  for (uint64_t i : listWorkerCheckpoints(dir, rank)) {
+    if (i < iteration) ::unlink(workerCheckpointPath(dir, rank, i).c_str());
+  }
 }
 
 void removeWorkerCheckpointsAfter(const std::string& dir, uint32_t rank, uint64_t iteration) {

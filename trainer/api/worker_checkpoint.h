@@ -1,16 +1,18 @@
-// A worker's checkpoint in HybComm mode, where the weights and the optimizer state live on the
-// workers: every layer's parameters and optimizer state, the iteration the next step applies,
-// and the trainer's own bytes (its data position, its random state), in
-// <dir>/worker-<rank>-<iteration>.ckpt; the newest two are kept, so that a crash while the workers
-// write one still leaves an iteration every worker has. The file is streamed with a running CRC32C (ps/checkpoint's
-// reader and writer) and put in place atomically (ps/checkpoint/durable_file.h).
+// A worker's checkpoint: the iteration the next step applies, the trainer's own bytes (its data
+// position, its random state) and, in HybComm mode (BSP), where the weights and the optimizer
+// state live on the workers, every layer's parameters and optimizer state; under SSP / async the
+// servers hold those (trainer/api/server_checkpoint_options.h) and the file has no layers. In
+// <dir>/worker-<rank>-<iteration>.ckpt. The file is streamed with a running CRC32C
+// (ps/checkpoint's reader and writer) and put in place atomically (ps/checkpoint/durable_file.h).
 //
 // Layout: magic "PSDNWKCP", version, then what the reader checks against the running job — the
 // rank, the number of workers, the model (its spec's CRC and name), the optimizer and its state
-// words — then the iteration, the trainer's bytes, and each layer's parameters and state words.
+// words, the consistency — then the iteration, the trainer's bytes, and each layer's parameters
+// and state words.
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,6 +28,7 @@ struct WorkerCheckpointIdentity {
   uint32_t workers = 1;
   const model::Model* model = nullptr;
   const kernels::OptimizerConfig* optimizer = nullptr;
+  std::string consistency;  // ps::Consistency::canonical()
 };
 
 // Per layer: its parameters, then its state words (each as many floats, empty when unused).
@@ -39,9 +42,16 @@ std::string workerCheckpointPath(const std::string& dir, uint32_t rank, uint64_t
 // The iterations of this rank's complete checkpoints in `dir`, ascending (none when it is missing).
 std::vector<uint64_t> listWorkerCheckpoints(const std::string& dir, uint32_t rank);
 
-// Writes the file of `iteration`, then removes this rank's older files but the newest one before.
+// `dir` as one path whatever way it is spelt ("ckpt", "./ckpt/", "/work/ckpt"), and whether it
+// exists yet or not.
+std::filesystem::path sameDirectory(const std::string& dir);
+
+// Writes the file of `iteration` (`layers` empty under SSP / async).
 Status writeWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdentity& id, uint64_t iteration,
                              std::span<const uint8_t> extra, std::span<const LayerState> layers);
+
+// Removes this rank's files of iterations before `iteration`.
+void removeWorkerCheckpointsBefore(const std::string& dir, uint32_t rank, uint64_t iteration);
 
 // Removes this rank's files of iterations after `iteration` (a resumed run's future is its own).
 void removeWorkerCheckpointsAfter(const std::string& dir, uint32_t rank, uint64_t iteration);

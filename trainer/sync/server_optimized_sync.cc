@@ -27,6 +27,7 @@ class ServerOptimizedSyncImpl final : public ServerOptimizedSync {
 
   Status setUp(transport::Context& context, transport::bootstrap::Store& store, Deadline deadline);
   Status initialize(Deadline deadline) override;
+  uint64_t committedCheckpoint() const override { return client_->committedCheckpoint(); }
 
   size_t layerCount() const override { return replica_.layerCount(); }
   const model::Layer& layer(size_t layer) const override { return replica_.layer(layer); }
@@ -81,11 +82,13 @@ Status ServerOptimizedSyncImpl::setUp(transport::Context& context, transport::bo
   ps::ClientOptions client_options;
   client_options.consistency = options_.consistency;
   client_options.push = options_.push;
+  client_options.resumable_clocks = options_.resumable_clocks;
   auto client =
       ps::Client::start(context, store, ps_model, *layout,
                         hybridPsJob(options_.workers, options_.ps_servers, options_.name), client_options, deadline);
   if (!client) return client.status();
   client_ = std::move(*client);
+  iteration_ = client_->startClock();  // every layer's clock starts there
   return Status::ok();
 }
 

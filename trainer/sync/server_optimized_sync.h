@@ -15,8 +15,11 @@
 // layer in chunks of its own), so a layer's push and pull never wait for a neighbour.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "model/model.h"
 #include "ps/consistency.h"
@@ -34,6 +37,8 @@ struct ServerOptimizedOptions {
   ps::Consistency consistency;  // the servers' (the PS start-up agreement checks it)
   ps::PushSchedule push;        // the PS client's
   std::string name = "hybrid";  // store keys of this job (the servers are named alike)
+  // The clocks this worker can resume from (ps::ClientOptions); nullopt: any.
+  std::optional<std::vector<uint64_t>> resumable_clocks;
 };
 
 class ServerOptimizedSync : public LayerSync {
@@ -47,7 +52,13 @@ class ServerOptimizedSync : public LayerSync {
 
   // After bindParams() of every layer and before the first sync: worker 0's parameters become the
   // servers' initial model, and every worker pulls them into its buffers (so all start alike).
+  // On a resumed job (iteration() is then the clock it resumed from) every worker pulls the
+  // servers' parameters instead.
   virtual Status initialize(Deadline deadline) = 0;
+
+  // The newest clock every server has written a checkpoint of, as this worker has heard
+  // (ps::Client::committedCheckpoint).
+  virtual uint64_t committedCheckpoint() const = 0;
 };
 
 }  // namespace poseidon::trainer

@@ -17,7 +17,8 @@
 //   each sync left, and the iterations the slow worker had reported).
 // - Async runs to the end and reduces the loss of a tiny CNN.
 // - A worker started with another consistency fails start-up naming it; options SSP rules out
-//   are clear errors at join(); checkpoints are refused naming what to use.
+//   are clear errors at join(); checkpoints without server checkpoints are refused naming what to
+//   set (server_checkpoint_test.cc has them).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -346,14 +347,6 @@ TEST(SessionConsistency, AWorkerWithAnotherConsistencyFailsStartUpNamingIt) {
   }
 }
 
-std::string joinError(const trainer::SessionOptions& options) {
-  transport::bootstrap::LaunchInfo launch;
-  launch.size = options.layout.size();
-  launch.source = "test";
-  auto session = trainer::Session::join(options, launch);
-  return session.isOk() ? "OK" : session.status().toString();
-}
-
 TEST(SessionConsistency, OptionsSspRulesOutAreClearErrors) {
   trainer::SessionOptions closed_form = psJob(1, ps::Consistency::ssp(2));
   closed_form.hybcomm = trainer::HybCommOptions{};
@@ -384,7 +377,7 @@ TEST(SessionConsistency, CheckpointsUnderSspAreRefusedNamingWhatToUse) {
     POSEIDON_RETURN_IF_ERROR(toyIteration(session, toy, 0, 0));
     const std::string save = session.saveCheckpoint("/nonexistent", {}).toString();
     EXPECT_NE(save.find("saveCheckpoint under consistency ssp:0"), std::string::npos) << save;
-    EXPECT_NE(save.find("ps/checkpoint/"), std::string::npos) << save;
+    EXPECT_NE(save.find("set SessionOptions::server_checkpoints"), std::string::npos) << save;
     const std::string restore = session.restoreCheckpoint("/nonexistent").status().toString();
     EXPECT_NE(restore.find("restoreCheckpoint under consistency ssp:0"), std::string::npos) << restore;
     return session.finish();

@@ -9,6 +9,14 @@
 
 namespace poseidon::testing {
 
+std::string joinError(const trainer::SessionOptions& options) {
+  transport::bootstrap::LaunchInfo launch;
+  launch.size = options.layout.size();
+  launch.source = "test";
+  auto session = trainer::Session::join(options, launch);
+  return session.isOk() ? "OK" : session.status().toString();
+}
+
 std::vector<Status> runSessionJob(const trainer::SessionOptions& options, const WorkerBody& worker,
                                   const std::function<void(int rank, trainer::SessionOptions&)>& per_rank) {
   TempDir dir;

@@ -27,6 +27,9 @@ Status trainStep(trainer::reference::Network& network, trainer::Session& session
 // Fashion-MNIST's training set, loaded once per process (on failure: empty, the cause on stderr).
 const trainer::data::ImageSet& fashionTrainSet();
 
+// join()'s failure for rank 0 of a job of `options`, "OK" when it joins (the options' checks).
+std::string joinError(const trainer::SessionOptions& options);
+
 // "" when every status is OK, else one line per failed rank.
 std::string failures(const std::vector<Status>& statuses);
 

@@ -1,0 +1,242 @@
+// Restart under SSP and async through the Session (trainer/api/server_checkpoint_options.h): the
+// PS servers checkpoint the weights and the optimizer state every so many clocks, each worker
+// saves its trainer's state beside them, and a resumed job goes on from the newest clock every
+// server and every worker has.
+//
+// The gradients are small multiples of 1/8 that do not depend on the parameters, and lr and 1/P
+// are powers of two, so every sum is exact whatever order the servers apply pushes in: the
+// servers' state at clock n is the one process's after n iterations, bit for bit. A run that
+// "crashes" after the servers wrote clock 6 but before worker 1 wrote its file of 6, resumed, must
+// go on from clock 4 and end with exactly the one process's parameters: resuming from 6 (a clock
+// with no file of worker 1's), from the servers' fresh model, or with an update lost or applied
+// twice would each change the floats.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tests/support/mesh.h"
+#include "tests/trainer/api/session_job.h"
+
+namespace poseidon::testing {
+namespace {
+
+using trainer::LayerRegistration;
+
+constexpr int kWorkers = 2;
+constexpr size_t kFirst = 6, kSecond = 3;  // two layers of this many floats
+constexpr float kLr = 0.25f;
+
+trainer::SessionOptions sspJob(const std::string& dir, uint64_t every, bool resume) {
+  trainer::SessionOptions options;
+  options.job = "server-checkpoint-test";
+  options.layout = {kWorkers, 2, 0};
+  options.optimizer = kernels::parseOptimizer("sgd:lr=0.25").value();
+  options.hybcomm.mode = trainer::HybCommMode::kFixed;
+  options.hybcomm.fixed = scheme::Scheme::kPs;
+  options.consistency = ps::Consistency::ssp(0);
+  options.chunk_bytes = 4096;
+  options.startup_timeout = std::chrono::seconds(20);
+  options.sync_timeout = std::chrono::seconds(20);
+  options.server_checkpoints = {dir, every, 2, resume};
+  return options;
+}
+
+// Worker w's gradient of iteration i: both layers back to back.
+std::vector<float> gradientOf(int w, uint64_t i) {
+  std::vector<float> g(kFirst + kSecond);
+  for (size_t j = 0; j < g.size(); ++j) g[j] = static_cast<float>((j + 3 * static_cast<size_t>(w) + i) % 5) * 0.125f;
+  return g;
+}
+
+// The one process's parameters after `iterations`: SGD on the mean of the workers' gradients.
+std::vector<float> reference(uint64_t iterations) {
+  std::vector<float> params(kFirst + kSecond, 1.0f);
+  for (uint64_t i = 0; i < iterations; ++i) {
+    for (int w = 0; w < kWorkers; ++w) {
+      const std::vector<float> g = gradientOf(w, i);
+      for (size_t j = 0; j < params.size(); ++j) params[j] -= kLr * (g[j] / kWorkers);
+    }
+  }
+  return params;
+}
+
+struct Worker {
+  std::vector<float> first = std::vector<float>(kFirst), second = std::vector<float>(kSecond);
+  std::vector<float> first_grad = std::vector<float>(kFirst), second_grad = std::vector<float>(kSecond);
+
+  explicit Worker(float initial) {
+    std::fill(first.begin(), first.end(), initial);
+    std::fill(second.begin(), second.end(), initial);
+  }
+  Status add(trainer::Session& session) {
+    LayerRegistration layer;
+    layer.name = "first";
+    layer.params = first;
+    layer.gradient = first_grad;
+    POSEIDON_RETURN_IF_ERROR(session.addLayer(layer).status());
+    layer.name = "second";
+    layer.params = second;
+    layer.gradient = second_grad;
+    return session.addLayer(layer).status();
+  }
+  // One iteration: wait for both layers (forward), fill and report (backward).
+  Status iterate(trainer::Session& session, int w) {
+    POSEIDON_RETURN_IF_ERROR(session.waitForParameters(0));
+    POSEIDON_RETURN_IF_ERROR(session.waitForParameters(1));
+    const std::vector<float> g = gradientOf(w, session.iteration());
+    std::copy(g.begin(), g.begin() + kFirst, first_grad.begin());
+    std::copy(g.begin() + kFirst, g.end(), second_grad.begin());
+    POSEIDON_RETURN_IF_ERROR(session.gradientReady(1));
+    POSEIDON_RETURN_IF_ERROR(session.gradientReady(0));
+    return session.endIteration();
+  }
+  std::vector<float> all() const {
+    std::vector<float> both = first;
+    both.insert(both.end(), second.begin(), second.end());
+    return both;
+  }
+};
+
+std::vector<uint8_t> extraOf(int w, uint64_t iteration) {
+  const std::string text = fmt::format("worker {} after iteration {}", w, iteration);
+  return {text.begin(), text.end()};
+}
+
+bool sameBits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+TEST(SessionServerCheckpoints, AResumedJobGoesOnFromTheNewestClockEveryRankHasAndEndsAsOneProcess) {
+  TempDir dir;
+  const std::string checkpoints = dir.path() + "/ckpt";
+  constexpr uint64_t kEvery = 2, kCrashAt = 6, kEnd = 10;
+  // The first run: checkpoints at 2, 4 and 6, but worker 1 "crashes" before its file of 6.
+  auto statuses = runSessionJob(sspJob(checkpoints, kEvery, false), [&](trainer::Session& session, int w) -> Status {
+    Worker worker(w == 0 ? 1.0f : 7.0f);  // worker 0's parameters become the servers'
+    POSEIDON_RETURN_IF_ERROR(worker.add(session));
+    POSEIDON_RETURN_IF_ERROR(session.start());
+    while (session.iteration() < kCrashAt) {
+      POSEIDON_RETURN_IF_ERROR(worker.iterate(session, w));
+      const uint64_t i = session.iteration();
+      if (i % kEvery == 0 && !(w == 1 && i == kCrashAt)) {
+        POSEIDON_RETURN_IF_ERROR(session.saveCheckpoint(checkpoints, extraOf(w, i)));
+      }
+    }
+    return session.finish();
+  });
+  ASSERT_EQ(failures(statuses), "");
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_TRUE(std::filesystem::exists(fmt::format("{}/server-{}.clock-{}.ckpt", checkpoints, s, kCrashAt)))
+        << "server " << s << " wrote no checkpoint of clock " << kCrashAt << ": the test would not test";
+  }
+  ASSERT_TRUE(std::filesystem::exists(fmt::format("{}/worker-0-{}.ckpt", checkpoints, kCrashAt)));
+
+  // Resumed: clock 4, each worker's own state of 4, then on to the end.
+  std::vector<std::vector<float>> ends(kWorkers);
+  statuses = runSessionJob(sspJob(checkpoints, kEvery, true), [&](trainer::Session& session, int w) -> Status {
+    Worker worker(-3.0f);  // overwritten by the servers' clock 4
+    POSEIDON_RETURN_IF_ERROR(worker.add(session));
+    POSEIDON_RETURN_IF_ERROR(session.start());
+    EXPECT_EQ(session.iteration(), 4u) << "worker " << w;
+    auto extra = session.restoreCheckpoint(checkpoints + "/");  // the same directory, spelt otherwise
+    if (!extra) return extra.status();
+    EXPECT_EQ(*extra, extraOf(w, 4)) << "worker " << w;
+    // The crashed run's file of 6 went: a later resume must not pair it with this run's.
+    EXPECT_FALSE(std::filesystem::exists(fmt::format("{}/worker-{}-{}.ckpt", checkpoints, w, kCrashAt)));
+    while (session.iteration() < kEnd) {
+      POSEIDON_RETURN_IF_ERROR(worker.iterate(session, w));
+      if (session.iteration() % kEvery == 0) {
+        POSEIDON_RETURN_IF_ERROR(session.saveCheckpoint(checkpoints + "/", extraOf(w, session.iteration())));
+      }
+    }
+    POSEIDON_RETURN_IF_ERROR(session.waitForParameters(0));
+    POSEIDON_RETURN_IF_ERROR(session.waitForParameters(1));
+    ends[static_cast<size_t>(w)] = worker.all();
+    return session.finish();
+  });
+  ASSERT_EQ(failures(statuses), "");
+  const std::vector<float> expected = reference(kEnd);
+  for (int w = 0; w < kWorkers; ++w) {
+    EXPECT_TRUE(sameBits(ends[static_cast<size_t>(w)], expected))
+        << "worker " << w << " ends with " << fmt::format("{}", fmt::join(ends[static_cast<size_t>(w)], " "))
+        << ", one process with " << fmt::format("{}", fmt::join(expected, " "));
+  }
+  // The reference moved from where a resume from the fresh model or clock 6 would have gone.
+  EXPECT_FALSE(sameBits(expected, reference(kEnd - 4)));
+  EXPECT_FALSE(sameBits(expected, reference(kEnd + 2)));
+  for (int w = 0; w < kWorkers; ++w) {
+    EXPECT_TRUE(std::filesystem::exists(fmt::format("{}/worker-{}-{}.ckpt", checkpoints, w, kEnd))) << "worker " << w;
+  }
+}
+
+TEST(SessionServerCheckpoints, ResumingWhereNoServerHasACheckpointStartsAtZeroAndRestoreSaysSo) {
+  TempDir dir;
+  const std::string checkpoints = dir.path() + "/ckpt";
+  const auto statuses = runSessionJob(sspJob(checkpoints, 3, true), [&](trainer::Session& session, int w) -> Status {
+    Worker worker(1.0f);
+    POSEIDON_RETURN_IF_ERROR(worker.add(session));
+    POSEIDON_RETURN_IF_ERROR(session.start());
+    EXPECT_EQ(session.iteration(), 0u);
+    const Status restore = session.restoreCheckpoint(checkpoints).status();
+    EXPECT_EQ(restore.code(), StatusCode::kInvalidArgument) << restore.toString();
+    EXPECT_NE(restore.message().find(fmt::format("no server had a checkpoint in '{}'", checkpoints)), std::string::npos)
+        << restore.toString();
+    POSEIDON_RETURN_IF_ERROR(worker.iterate(session, w));
+    return session.finish();
+  });
+  EXPECT_EQ(failures(statuses), "");
+}
+
+TEST(SessionServerCheckpoints, SavesOffTheServersClocksOrDirectoryAreRefusedNamingBoth) {
+  TempDir dir;
+  const std::string checkpoints = dir.path() + "/ckpt";
+  const auto statuses = runSessionJob(sspJob(checkpoints, 3, false), [&](trainer::Session& session, int w) -> Status {
+    Worker worker(1.0f);
+    POSEIDON_RETURN_IF_ERROR(worker.add(session));
+    POSEIDON_RETURN_IF_ERROR(session.start());
+    POSEIDON_RETURN_IF_ERROR(worker.iterate(session, w));
+    const std::string off_clock = session.saveCheckpoint(checkpoints, {}).toString();
+    EXPECT_NE(off_clock.find("saveCheckpoint after iteration 1 under consistency ssp:0: the servers checkpoint "
+                             "every 3 clocks (SessionOptions::server_checkpoints.every), so save after "
+                             "iterations 3, 6, ..."),
+              std::string::npos)
+        << off_clock;
+    for (int i = 1; i < 3; ++i) POSEIDON_RETURN_IF_ERROR(worker.iterate(session, w));
+    const std::string elsewhere = session.saveCheckpoint(dir.path() + "/other", {}).toString();
+    EXPECT_NE(elsewhere.find(fmt::format("into SessionOptions::server_checkpoints.dir '{}'", checkpoints)),
+              std::string::npos)
+        << elsewhere;
+    POSEIDON_RETURN_IF_ERROR(session.saveCheckpoint(checkpoints, extraOf(w, 3)));
+    const std::string restore = session.restoreCheckpoint(checkpoints).status().toString();
+    EXPECT_NE(restore.find("after training began"), std::string::npos) << restore;
+    return session.finish();
+  });
+  EXPECT_EQ(failures(statuses), "");
+  EXPECT_TRUE(std::filesystem::exists(checkpoints + "/worker-1-3.ckpt"));
+}
+
+TEST(SessionServerCheckpoints, OptionsThatCannotWorkAreClearErrorsAtJoin) {
+  trainer::SessionOptions bsp = sspJob("/tmp/ckpt", 3, false);
+  bsp.consistency = ps::Consistency::bsp();
+  EXPECT_NE(joinError(bsp).find("server_checkpoints.dir '/tmp/ckpt' under consistency bsp"), std::string::npos)
+      << joinError(bsp);
+  EXPECT_NE(joinError(sspJob("/tmp/ckpt", 0, false)).find("server_checkpoints.every is 0 and resume is off"),
+            std::string::npos);
+  trainer::SessionOptions keep = sspJob("/tmp/ckpt", 3, false);
+  keep.server_checkpoints.keep = 0;
+  EXPECT_NE(joinError(keep).find("server_checkpoints.keep is 0; expected 1 to 1000"), std::string::npos)
+      << joinError(keep);
+  EXPECT_NE(joinError(sspJob("", 0, true)).find("server_checkpoints has resume but no dir"), std::string::npos)
+      << joinError(sspJob("", 0, true));
+  EXPECT_NE(joinError(sspJob("", 5, false)).find("server_checkpoints has every 5 but no dir"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace poseidon::testing
