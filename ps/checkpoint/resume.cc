@@ -106,7 +106,7 @@ std::string describeClocks(const std::vector<HeldCheckpoints>& published) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-// "worker 1 can resume from clocks 3,6, worker 2 from none" (workers that take any clock left out).
+// "worker 1 from clocks 3,6, worker 2 from none" (workers that take any clock left out).
 std::string describeWorkerClocks(const std::vector<std::optional<std::vector<uint64_t>>>& workers) {
   std::vector<std::string> parts;
   for (size_t worker = 0; worker < workers.size(); ++worker) {

@@ -1,10 +1,11 @@
 // Resume: which clock a restarted job continues from.
 //
 // A job is resumable at clock T only when every server has a complete checkpoint of T (a server
-// killed while writing T + 1 still has T). Each server publishes the clocks it has; servers and
-// workers alike take the newest clock common to all: 0 (start fresh) when no server has any, and
-// kInvalidArgument naming what each has when some have checkpoints but no clock is common to
-// all (a fresh start would quietly drop them).
+// killed while writing T + 1 still has T). Each server publishes the clocks it has, each worker
+// the clocks it can resume from (below); servers and workers alike take the newest clock common
+// to all: 0 (start fresh) when no server has any, and kInvalidArgument naming what each has when
+// some servers have checkpoints but no clock is common to all of them and every worker with
+// state of its own (a fresh start would quietly drop them).
 //
 // A server started fresh (not resuming) in a directory that already holds its checkpoints fails
 // the job too, naming the directory and the clocks: the new run's files would sit beside the

@@ -29,6 +29,15 @@ Status validateServerCheckpoints(const ServerCheckpointOptions& options, const p
                       "expected the clocks (iterations) between checkpoints, >= 1",
                       options.dir);
   }
+  if (consistency.mode == ps::Consistency::Mode::kAsync && consistency.n_push > 1) {
+    // The servers count pushes, one per n_push iterations, and a worker's gradient summed since
+    // its last push is in no checkpoint: clocks and iterations would not match.
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "SessionOptions::server_checkpoints under consistency {}: checkpoints need n_push 1 (the "
+                      "servers count one clock per push, and the gradient a worker sums between pushes is in no "
+                      "checkpoint)",
+                      consistency.canonical());
+  }
   if (options.keep < 1 || options.keep > ps::kMaxCheckpointKeep) {
     return makeStatus(StatusCode::kInvalidArgument, "SessionOptions::server_checkpoints.keep is {}; expected 1 to {}",
                       options.keep, ps::kMaxCheckpointKeep);

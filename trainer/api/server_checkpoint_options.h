@@ -38,7 +38,7 @@ struct ServerCheckpointOptions {
 
 // kInvalidArgument naming the field: a `dir` under BSP (the workers hold the state there:
 // saveCheckpoint writes it all), `every` or `resume` without a `dir`, a `dir` with neither,
-// `keep` out of range.
+// `keep` out of range, async with n_push > 1 (the servers' clock counts pushes, not iterations).
 Status validateServerCheckpoints(const ServerCheckpointOptions& options, const ps::Consistency& consistency);
 
 }  // namespace poseidon::trainer

@@ -137,6 +137,7 @@ class SessionImpl final : public Session {
   HybridSync* hybrid_ = nullptr;                     // sync_ under BSP (the workers' replicas: checkpoints), else null
   ServerOptimizedSync* server_optimized_ = nullptr;  // sync_ under SSP / async, else null
   uint64_t resumed_clock_ = 0;                       // SSP / async: the servers' clock start() resumed from
+  uint64_t last_saved_ = 0;                          // SSP / async: the iteration of the last save
   std::vector<LayerSource> sources_;
   std::unique_ptr<WfbpPipeline> pipeline_;
   // Directories this run's checkpoints may go to: the one it resumed from, and those it found
@@ -222,12 +223,16 @@ Status SessionImpl::startServerOptimized(Deadline deadline) {
   ServerOptimizedSync& started = **sync;
   server_optimized_ = sync->get();
   sync_ = std::move(*sync);
-  resumed_clock_ = started.iteration();
+  resumed_clock_ = last_saved_ = started.iteration();
   if (resumed_clock_ > 0) {
     // Files of later clocks are the crashed run's: left, a later resume could pair them with this
     // run's files of the same clock. The directory is this run's from here on.
     removeWorkerCheckpointsAfter(checkpoints.dir, static_cast<uint32_t>(rank()), resumed_clock_);
-    run_checkpoint_dirs_.push_back(sameDirectory(checkpoints.dir));
+    run_checkpoint_dirs_.push_back(normalizedDirectory(checkpoints.dir));
+  } else if (!checkpoints.dir.empty()) {
+    // Claimed now, while the workers are in step: at the first save an async worker could be
+    // far ahead of the others, and the claim waits for every worker.
+    POSEIDON_RETURN_IF_ERROR(claimCheckpointDirectory(checkpoints.dir).withContext(describe()));
   }
   POSEIDON_RETURN_IF_ERROR(bindUnitParams(*sync_, units_, layerParams()));
   // Worker 0's parameters reach every worker through the servers (their initial model); a merged
@@ -283,7 +288,7 @@ Status SessionImpl::checkServerCheckpointDir(const char* call, const std::string
                       "worker's state beside them",
                       call, options_.consistency.canonical());
   }
-  if (sameDirectory(dir) != sameDirectory(servers)) {
+  if (normalizedDirectory(dir) != normalizedDirectory(servers)) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "{}('{}') under consistency {}: the workers' files go beside the servers', into "
                       "SessionOptions::server_checkpoints.dir '{}'",
@@ -353,7 +358,7 @@ WorkerCheckpointIdentity SessionImpl::checkpointIdentity() const {
 // Every worker says through the store what it found, and all refuse together: one refusing alone
 // would leave the others waiting on it until their sync deadline, then naming it as lost.
 Status SessionImpl::claimCheckpointDirectory(const std::string& dir) {
-  const std::filesystem::path path = sameDirectory(dir);
+  const std::filesystem::path path = normalizedDirectory(dir);
   if (std::find(run_checkpoint_dirs_.begin(), run_checkpoint_dirs_.end(), path) != run_checkpoint_dirs_.end()) {
     return Status::ok();
   }
@@ -386,11 +391,7 @@ Status SessionImpl::saveCheckpoint(const std::string& dir, std::span<const uint8
   const auto rank = static_cast<uint32_t>(this->rank());
   POSEIDON_RETURN_IF_ERROR(
       writeWorkerCheckpoint(dir, checkpointIdentity(), iteration, extra, states).withContext(describe()));
-  // The newest before this one stays: a crash while the workers write one leaves an iteration
-  // every worker has.
-  std::vector<uint64_t> older = listWorkerCheckpoints(dir, rank);
-  std::erase_if(older, [iteration](uint64_t i) { return i >= iteration; });
-  if (!older.empty()) removeWorkerCheckpointsBefore(dir, rank, older.back());
+  removeWorkerCheckpoints(dir, rank, checkpointsToRemove(listWorkerCheckpoints(dir, rank), iteration, 2));
   return Status::ok();
 }
 
@@ -411,12 +412,22 @@ Status SessionImpl::saveWorkerState(const std::string& dir, std::span<const uint
                       "clocks (SessionOptions::server_checkpoints.every), so save after iterations {}, {}, ...",
                       iteration, options_.consistency.canonical(), every, every, 2 * every);
   }
-  POSEIDON_RETURN_IF_ERROR(claimCheckpointDirectory(dir));
   const auto rank = static_cast<uint32_t>(this->rank());
   POSEIDON_RETURN_IF_ERROR(writeWorkerCheckpoint(dir, checkpointIdentity(), iteration, extra, {}));
-  // Older than the newest clock every server has written, no file can be resumed from: the job
-  // resumes from that clock or a newer one.
-  removeWorkerCheckpointsBefore(dir, rank, std::min(iteration, server_optimized_->committedCheckpoint()));
+  if (last_saved_ + every < iteration) {
+    spdlog::warn(
+        "{}: saved after iteration {}, but not after {} (every {}): the job resumes only from clocks "
+        "every worker saved",
+        describe(), iteration, iteration - every, every);
+  }
+  last_saved_ = iteration;
+  // The job resumes from the newest clock every server and every worker has. Every server wrote
+  // the committed clock, but a peer may have crashed before its file of it: its file of an
+  // earlier clock must still find this worker's, as the servers keep `keep` up to that clock.
+  const uint64_t floor = std::min(iteration, server_optimized_->committedCheckpoint());
+  removeWorkerCheckpoints(dir, rank,
+                          checkpointsToRemove(listWorkerCheckpoints(dir, rank), floor,
+                                              static_cast<size_t>(options_.server_checkpoints.keep)));
   return Status::ok();
 }
 
@@ -460,7 +471,7 @@ Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& d
   // Files of later iterations are another run's (written before the crash this resumes from):
   // left, they could be paired with this run's files of the same iteration after the next crash.
   removeWorkerCheckpointsAfter(dir, static_cast<uint32_t>(rank()), *iteration);
-  run_checkpoint_dirs_.push_back(sameDirectory(dir));
+  run_checkpoint_dirs_.push_back(normalizedDirectory(dir));
   gatherMergedParams(*sync_, units_, layerParams());
   POSEIDON_RETURN_IF_ERROR(staging_->pushParamsToDevice(startupDeadline()).withContext(describe()));
   // A fresh pipeline numbers its syncs from the restored iteration.

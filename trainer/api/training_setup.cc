@@ -1,6 +1,7 @@
 #include "trainer/api/training_setup.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cstring>
 #include <vector>
@@ -13,7 +14,7 @@ namespace poseidon::trainer {
 namespace {
 
 constexpr const char* kSetupKey = "training";
-constexpr uint8_t kSetupFormat = 1;
+constexpr uint8_t kSetupFormat = 2;  // 2: the server checkpoints
 
 std::string hybcommName(const HybCommOptions& h) {
   switch (h.mode) {
@@ -67,19 +68,22 @@ std::vector<uint8_t> encode(const TrainingSetup& s) {
   w.put(o.lr.base_lr).put(o.lr.step_size).put(o.lr.gamma).put(o.lr.max_steps).put(o.lr.power).put(o.lr.min_lr);
   w.put(o.grad_scale).put(o.weight_decay).put(o.momentum).put(static_cast<uint8_t>(o.nesterov)).put(o.eps);
   w.put(o.beta1).put(o.beta2).put(o.initial_accumulator);
+  const ServerCheckpointOptions& c = s.checkpoints;
+  w.put(static_cast<uint8_t>(!c.dir.empty())).put(c.every).put(c.keep).put(static_cast<uint8_t>(c.resume));
   return std::move(w.out);
 }
 
 Result<TrainingSetup> decode(std::span<const uint8_t> bytes) {
   TrainingSetup s;
   kernels::OptimizerConfig& o = s.optimizer;
-  uint8_t format = 0, mode = 0, kind = 0, sum_only = 0, schedule = 0, nesterov = 0;
+  uint8_t format = 0, mode = 0, kind = 0, sum_only = 0, schedule = 0, nesterov = 0, checkpoints = 0, resume = 0;
   Reader r(bytes);
   r.get(format).get(mode).get(s.consistency.staleness).get(s.consistency.n_push).get(s.consistency.n_fetch);
   r.get(kind).get(sum_only).get(schedule);
   r.get(o.lr.base_lr).get(o.lr.step_size).get(o.lr.gamma).get(o.lr.max_steps).get(o.lr.power).get(o.lr.min_lr);
   r.get(o.grad_scale).get(o.weight_decay).get(o.momentum).get(nesterov).get(o.eps);
   r.get(o.beta1).get(o.beta2).get(o.initial_accumulator);
+  r.get(checkpoints).get(s.checkpoints.every).get(s.checkpoints.keep).get(resume);
   if (format != kSetupFormat || !r.whole() || mode > static_cast<uint8_t>(ps::Consistency::Mode::kAsync) ||
       schedule > static_cast<uint8_t>(kernels::LrSchedule::Kind::kCosine)) {
     return makeStatus(StatusCode::kProtocolError,
@@ -91,7 +95,12 @@ Result<TrainingSetup> decode(std::span<const uint8_t> bytes) {
   o.sum_only = sum_only != 0;
   o.lr.kind = static_cast<kernels::LrSchedule::Kind>(schedule);
   o.nesterov = nesterov != 0;
+  // Only whether worker 0 has a directory travels: each server writes into its own.
+  if (checkpoints != 0) s.checkpoints.dir = "(worker 0's)";
+  s.checkpoints.resume = resume != 0;
   POSEIDON_RETURN_IF_ERROR(s.consistency.validate().withContext("worker 0's consistency"));
+  POSEIDON_RETURN_IF_ERROR(
+      validateServerCheckpoints(s.checkpoints, s.consistency).withContext("worker 0's server checkpoints"));
   POSEIDON_RETURN_IF_ERROR(o.validate().withContext("worker 0's optimizer"));
   return s;
 }
@@ -125,7 +134,7 @@ Status validateConsistencyOptions(const SessionOptions& options) {
 }
 
 Status publishTrainingSetup(JobConnection& job, const SessionOptions& options) {
-  return job.view().set(kSetupKey, encode({options.consistency, options.optimizer}));
+  return job.view().set(kSetupKey, encode({options.consistency, options.optimizer, options.server_checkpoints}));
 }
 
 Result<TrainingSetup> publishedTrainingSetup(JobConnection& job, Deadline deadline) {
@@ -143,7 +152,9 @@ Status agreeOnTrainingSetup(JobConnection& job, const SessionOptions& options, D
   // Saves go with the servers' clocks, and a resume is every rank's or none's.
   const ServerCheckpointOptions& checkpoints = options.server_checkpoints;
   items.add("session.server_checkpoints",
-            checkpoints.dir.empty() ? "off" : fmt::format("every={},resume={}", checkpoints.every, checkpoints.resume));
+            checkpoints.dir.empty()
+                ? "off"
+                : fmt::format("every={},keep={},resume={}", checkpoints.every, checkpoints.keep, checkpoints.resume));
   scheme::AgreementGroup workers{"session/start", {}, [](int r) { return fmt::format("worker {} (rank {})", r, r); }};
   for (int w = 0; w < options.layout.workers; ++w) workers.ranks.push_back(w);
   return scheme::agreeOnStart(job.view(), workers, job.rank(), items, deadline);
@@ -179,10 +190,24 @@ Result<std::unique_ptr<ps::Server>> startPsServer(JobConnection& job, std::span<
   server.optimizer = setup.optimizer;
   server.consistency = setup.consistency;
   server.average = true;  // the mean of the workers' gradients, as HybComm's workers step on
-  server.checkpoint_dir = options.server_checkpoints.dir;
-  server.checkpoint_every = options.server_checkpoints.every;
-  server.checkpoint_keep = options.server_checkpoints.keep;
-  server.resume = options.server_checkpoints.resume;
+  // Checkpoints as worker 0 asks, into this server's own directory.
+  const ServerCheckpointOptions& asked = setup.checkpoints;
+  const std::string& dir = options.server_checkpoints.dir;
+  if (!asked.dir.empty() && dir.empty()) {
+    return makeStatus(StatusCode::kInvalidArgument,
+                      "worker 0 asks the servers to checkpoint every {} clocks{}, but this server's "
+                      "SessionOptions::server_checkpoints.dir is empty",
+                      asked.every, asked.resume ? " and to resume" : "");
+  }
+  if (asked.dir.empty() && !dir.empty()) {
+    spdlog::warn("SessionOptions::server_checkpoints.dir '{}' unused: worker 0 asks for no server checkpoints", dir);
+  }
+  if (!asked.dir.empty()) {
+    server.checkpoint_dir = dir;
+    server.checkpoint_every = asked.every;
+    server.checkpoint_keep = asked.keep;
+    server.resume = asked.resume;
+  }
   return startLayerServer(**context, job.store(), layers, workers, servers, options.chunk_bytes, options.job, server,
                           deadline);
 }

@@ -1,17 +1,17 @@
 // How the Session's ranks agree on the way a job trains, and the SSP / async path's set-up.
 //
-// Worker 0 publishes the consistency and the optimizer next to the model; the servers read them
-// (as they read the model), so a server learns whether it sums for HybComm (BSP: the workers run
-// the optimizer) or runs the optimizer itself (SSP, async: trainer/sync/server_optimized_sync.h).
+// Worker 0 publishes the consistency, the optimizer and the server checkpoints next to the
+// model; the servers read them (as they read the model), so a server learns whether it sums for
+// HybComm (BSP: the workers run the optimizer) or runs the optimizer itself (SSP, async:
+// trainer/sync/server_optimized_sync.h), and how it checkpoints.
 // The workers compare theirs at start() (scheme/start_agreement.h), so a worker started with
 // another consistency or optimizer fails start-up naming the item.
 #pragma once
 
-#include <optional>
-#include <vector>
-
 #include <memory>
+#include <optional>
 #include <span>
+#include <vector>
 
 #include "common/deadline.h"
 #include "common/status.h"
@@ -34,10 +34,12 @@ inline bool serverOptimized(const ps::Consistency& consistency) {
 // through the PS (HybComm fixed to it), the optimizer is a real one, replicas are not compared.
 Status validateConsistencyOptions(const SessionOptions& options);
 
-// What worker 0 publishes and the servers read.
+// What worker 0 publishes and the servers read: the servers checkpoint as worker 0 asks (every,
+// keep, resume; `dir` non-empty when on), each into its own server_checkpoints.dir.
 struct TrainingSetup {
   ps::Consistency consistency;
   kernels::OptimizerConfig optimizer;
+  ServerCheckpointOptions checkpoints;
 };
 Status publishTrainingSetup(JobConnection& job, const SessionOptions& options);
 Result<TrainingSetup> publishedTrainingSetup(JobConnection& job, Deadline deadline);

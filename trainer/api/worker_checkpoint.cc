@@ -47,13 +47,23 @@ std::vector<uint64_t> packBytes(std::span<const uint8_t> bytes) {
 
 }  // namespace
 
-std::filesystem::path sameDirectory(const std::string& dir) {
+std::filesystem::path normalizedDirectory(const std::string& dir) {
   // Made absolute first: weakly_canonical leaves a relative path that does not exist relative.
   std::error_code error;
   const std::filesystem::path absolute = std::filesystem::absolute(dir, error);
   if (error) return std::filesystem::path(dir).lexically_normal();
   std::filesystem::path path = std::filesystem::weakly_canonical(absolute, error);
-  return error ? absolute.lexically_normal() : path;
+  path = error ? absolute.lexically_normal() : path.lexically_normal();
+  // "d/" where d does not exist yet keeps its separator: an empty last name.
+  if (!path.has_filename() && path.has_relative_path()) path = path.parent_path();
+  return path;
+}
+
+std::vector<uint64_t> checkpointsToRemove(std::vector<uint64_t> held, uint64_t floor, size_t keep) {
+  std::sort(held.begin(), held.end());
+  std::erase_if(held, [floor](uint64_t i) { return i > floor; });
+  held.resize(held.size() > keep ? held.size() - keep : 0);
+  return held;
 }
 
 std::string workerCheckpointPath(const std::string& dir, uint32_t rank, uint64_t iteration) {
@@ -102,10 +112,8 @@ Status writeWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdent
   return ps::replaceFile(temp, path, dir);
 }
 
-void removeWorkerCheckpointsBefore(const std::string& dir, uint32_t rank, uint64_t iteration) {
-  for (uint64_t i : listWorkerCheckpoints(dir, rank)) {
-    if (i < iteration) ::unlink(workerCheckpointPath(dir, rank, i).c_str());
-  }
+void removeWorkerCheckpoints(const std::string& dir, uint32_t rank, std::span<const uint64_t> iterations) {
+  for (uint64_t i : iterations) ::unlink(workerCheckpointPath(dir, rank, i).c_str());
 }
 
 void removeWorkerCheckpointsAfter(const std::string& dir, uint32_t rank, uint64_t iteration) {

@@ -43,15 +43,22 @@ std::string workerCheckpointPath(const std::string& dir, uint32_t rank, uint64_t
 std::vector<uint64_t> listWorkerCheckpoints(const std::string& dir, uint32_t rank);
 
 // `dir` as one path whatever way it is spelt ("ckpt", "./ckpt/", "/work/ckpt"), and whether it
-// exists yet or not.
-std::filesystem::path sameDirectory(const std::string& dir);
+// exists yet or not: two spellings of one directory give equal paths.
+std::filesystem::path normalizedDirectory(const std::string& dir);
+
+// Of `held` (a rank's iterations), those to remove: every one at or below `floor` but the newest
+// `keep` of them; those above it stay. BSP keeps two up to the one just written (a crash while
+// the workers write one leaves an iteration every worker has); SSP / async keeps server_checkpoints
+// .keep up to the newest clock every server has written (a worker may lack its file of that
+// clock, if it crashed before writing it).
+std::vector<uint64_t> checkpointsToRemove(std::vector<uint64_t> held, uint64_t floor, size_t keep);
 
 // Writes the file of `iteration` (`layers` empty under SSP / async).
 Status writeWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdentity& id, uint64_t iteration,
                              std::span<const uint8_t> extra, std::span<const LayerState> layers);
 
-// Removes this rank's files of iterations before `iteration`.
-void removeWorkerCheckpointsBefore(const std::string& dir, uint32_t rank, uint64_t iteration);
+// Removes this rank's files of `iterations`.
+void removeWorkerCheckpoints(const std::string& dir, uint32_t rank, std::span<const uint64_t> iterations);
 
 // Removes this rank's files of iterations after `iteration` (a resumed run's future is its own).
 void removeWorkerCheckpointsAfter(const std::string& dir, uint32_t rank, uint64_t iteration);

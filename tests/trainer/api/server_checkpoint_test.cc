@@ -7,9 +7,11 @@
 // are powers of two, so every sum is exact whatever order the servers apply pushes in: the
 // servers' state at clock n is the one process's after n iterations, bit for bit. A run that
 // "crashes" after the servers wrote clock 6 but before worker 1 wrote its file of 6, resumed, must
-// go on from clock 4 and end with exactly the one process's parameters: resuming from 6 (a clock
+// go on from clock 3 and end with exactly the one process's parameters: resuming from 6 (a clock
 // with no file of worker 1's), from the servers' fresh model, or with an update lost or applied
-// twice would each change the floats.
+// twice would each change the floats. Checkpoints every 3 clocks with keep 2: at most one earlier
+// snapshot waits for the disk or for the other servers when the next falls due, so no server
+// skips one (ps/checkpoint/checkpointer.h) however slow the machine.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 
 #include "tests/support/mesh.h"
 #include "tests/trainer/api/session_job.h"
+#include "trainer/api/worker_checkpoint.h"
 
 namespace poseidon::testing {
 namespace {
@@ -33,14 +36,15 @@ constexpr int kWorkers = 2;
 constexpr size_t kFirst = 6, kSecond = 3;  // two layers of this many floats
 constexpr float kLr = 0.25f;
 
-trainer::SessionOptions sspJob(const std::string& dir, uint64_t every, bool resume) {
+trainer::SessionOptions sspJob(const std::string& dir, uint64_t every, bool resume,
+                               const ps::Consistency& consistency = ps::Consistency::ssp(0)) {
   trainer::SessionOptions options;
   options.job = "server-checkpoint-test";
   options.layout = {kWorkers, 2, 0};
   options.optimizer = kernels::parseOptimizer("sgd:lr=0.25").value();
   options.hybcomm.mode = trainer::HybCommMode::kFixed;
   options.hybcomm.fixed = scheme::Scheme::kPs;
-  options.consistency = ps::Consistency::ssp(0);
+  options.consistency = consistency;
   options.chunk_bytes = 4096;
   options.startup_timeout = std::chrono::seconds(20);
   options.sync_timeout = std::chrono::seconds(20);
@@ -116,8 +120,8 @@ bool sameBits(std::span<const float> a, std::span<const float> b) {
 TEST(SessionServerCheckpoints, AResumedJobGoesOnFromTheNewestClockEveryRankHasAndEndsAsOneProcess) {
   TempDir dir;
   const std::string checkpoints = dir.path() + "/ckpt";
-  constexpr uint64_t kEvery = 2, kCrashAt = 6, kEnd = 10;
-  // The first run: checkpoints at 2, 4 and 6, but worker 1 "crashes" before its file of 6.
+  constexpr uint64_t kEvery = 3, kCrashAt = 6, kEnd = 9;
+  // The first run: checkpoints at 3 and 6, but worker 1 "crashes" before its file of 6.
   auto statuses = runSessionJob(sspJob(checkpoints, kEvery, false), [&](trainer::Session& session, int w) -> Status {
     Worker worker(w == 0 ? 1.0f : 7.0f);  // worker 0's parameters become the servers'
     POSEIDON_RETURN_IF_ERROR(worker.add(session));
@@ -138,16 +142,16 @@ TEST(SessionServerCheckpoints, AResumedJobGoesOnFromTheNewestClockEveryRankHasAn
   }
   ASSERT_TRUE(std::filesystem::exists(fmt::format("{}/worker-0-{}.ckpt", checkpoints, kCrashAt)));
 
-  // Resumed: clock 4, each worker's own state of 4, then on to the end.
+  // Resumed: clock 3, each worker's own state of 3, then on to the end.
   std::vector<std::vector<float>> ends(kWorkers);
   statuses = runSessionJob(sspJob(checkpoints, kEvery, true), [&](trainer::Session& session, int w) -> Status {
-    Worker worker(-3.0f);  // overwritten by the servers' clock 4
+    Worker worker(-3.0f);  // overwritten by the servers' clock 3
     POSEIDON_RETURN_IF_ERROR(worker.add(session));
     POSEIDON_RETURN_IF_ERROR(session.start());
-    EXPECT_EQ(session.iteration(), 4u) << "worker " << w;
+    EXPECT_EQ(session.iteration(), 3u) << "worker " << w;
     auto extra = session.restoreCheckpoint(checkpoints + "/");  // the same directory, spelt otherwise
     if (!extra) return extra.status();
-    EXPECT_EQ(*extra, extraOf(w, 4)) << "worker " << w;
+    EXPECT_EQ(*extra, extraOf(w, 3)) << "worker " << w;
     // The crashed run's file of 6 went: a later resume must not pair it with this run's.
     EXPECT_FALSE(std::filesystem::exists(fmt::format("{}/worker-{}-{}.ckpt", checkpoints, w, kCrashAt)));
     while (session.iteration() < kEnd) {
@@ -169,11 +173,73 @@ TEST(SessionServerCheckpoints, AResumedJobGoesOnFromTheNewestClockEveryRankHasAn
         << ", one process with " << fmt::format("{}", fmt::join(expected, " "));
   }
   // The reference moved from where a resume from the fresh model or clock 6 would have gone.
-  EXPECT_FALSE(sameBits(expected, reference(kEnd - 4)));
-  EXPECT_FALSE(sameBits(expected, reference(kEnd + 2)));
+  EXPECT_FALSE(sameBits(expected, reference(kEnd - 3)));
+  EXPECT_FALSE(sameBits(expected, reference(kEnd + 3)));
   for (int w = 0; w < kWorkers; ++w) {
     EXPECT_TRUE(std::filesystem::exists(fmt::format("{}/worker-{}-{}.ckpt", checkpoints, w, kEnd))) << "worker " << w;
   }
+}
+
+// Async (Downpour with n_push 1) resumes the same way: the iteration and each worker's state.
+TEST(SessionServerCheckpoints, AnAsyncJobResumesWhereEveryRankHasACheckpoint) {
+  TempDir dir;
+  const std::string checkpoints = dir.path() + "/ckpt";
+  const ps::Consistency async = ps::Consistency::async(1, 2);
+  for (const bool resume : {false, true}) {
+    const auto statuses =
+        runSessionJob(sspJob(checkpoints, 4, resume, async), [&](trainer::Session& session, int w) -> Status {
+          Worker worker(1.0f);
+          POSEIDON_RETURN_IF_ERROR(worker.add(session));
+          POSEIDON_RETURN_IF_ERROR(session.start());
+          if (resume) {
+            EXPECT_EQ(session.iteration(), 8u) << "worker " << w;
+            auto extra = session.restoreCheckpoint(checkpoints);
+            if (!extra) return extra.status();
+            EXPECT_EQ(*extra, extraOf(w, 8)) << "worker " << w;
+          }
+          const uint64_t end = session.iteration() + 8;
+          while (session.iteration() < end) {
+            POSEIDON_RETURN_IF_ERROR(worker.iterate(session, w));
+            if (session.iteration() % 4 == 0) {
+              POSEIDON_RETURN_IF_ERROR(session.saveCheckpoint(checkpoints, extraOf(w, session.iteration())));
+            }
+          }
+          return session.finish();
+        });
+    ASSERT_EQ(failures(statuses), "") << (resume ? "resumed" : "first") << " run";
+  }
+}
+
+// Files at or below the floor (the clock every server has written) go but the newest `keep`.
+TEST(SessionServerCheckpoints, AWorkerKeepsItsNewestFilesUpToTheServersCommittedClock) {
+  EXPECT_EQ(trainer::checkpointsToRemove({9, 3, 12, 6, 15}, 12, 2), (std::vector<uint64_t>{3, 6}));
+  EXPECT_EQ(trainer::checkpointsToRemove({3, 6, 9}, 6, 2), (std::vector<uint64_t>{}));
+  EXPECT_EQ(trainer::checkpointsToRemove({3, 6, 9}, 9, 1), (std::vector<uint64_t>{3, 6}));
+  EXPECT_EQ(trainer::checkpointsToRemove({}, 9, 2), (std::vector<uint64_t>{}));
+  // Nothing at or below the floor: nothing goes.
+  EXPECT_EQ(trainer::checkpointsToRemove({10, 20}, 5, 1), (std::vector<uint64_t>{}));
+}
+
+// Worker 0 tells the servers how to checkpoint; one without a directory of its own fails naming it.
+TEST(SessionServerCheckpoints, AServerWithoutADirectoryFailsNamingWhatWorkerZeroAsked) {
+  TempDir dir;
+  trainer::SessionOptions options = sspJob(dir.path() + "/ckpt", 3, false);
+  options.startup_timeout = std::chrono::seconds(3);  // the workers wait for a server that never comes
+  const auto statuses = runSessionJob(
+      options,
+      [&](trainer::Session& session, int) -> Status {
+        Worker worker(1.0f);
+        POSEIDON_RETURN_IF_ERROR(worker.add(session));
+        return session.start();
+      },
+      [](int rank, trainer::SessionOptions& mine) {
+        if (rank == kWorkers) mine.server_checkpoints = {};
+      });
+  const Status& server = statuses[static_cast<size_t>(kWorkers)];
+  EXPECT_NE(server.message().find("worker 0 asks the servers to checkpoint every 3 clocks, but this server's "
+                                  "SessionOptions::server_checkpoints.dir is empty"),
+            std::string::npos)
+      << server.toString();
 }
 
 TEST(SessionServerCheckpoints, ResumingWhereNoServerHasACheckpointStartsAtZeroAndRestoreSaysSo) {
@@ -236,6 +302,10 @@ TEST(SessionServerCheckpoints, OptionsThatCannotWorkAreClearErrorsAtJoin) {
   EXPECT_NE(joinError(sspJob("", 0, true)).find("server_checkpoints has resume but no dir"), std::string::npos)
       << joinError(sspJob("", 0, true));
   EXPECT_NE(joinError(sspJob("", 5, false)).find("server_checkpoints has every 5 but no dir"), std::string::npos);
+  const std::string n_push = joinError(sspJob("/tmp/ckpt", 4, false, ps::Consistency::async(2, 1)));
+  EXPECT_NE(n_push.find("server_checkpoints under consistency async:push=2,fetch=1: checkpoints need n_push 1"),
+            std::string::npos)
+      << n_push;
 }
 
 }  // namespace
