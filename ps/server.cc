@@ -46,10 +46,13 @@ struct PendingPull {
 struct ChunkState {
   std::mutex mutex;
   bool initialized = false;
-  uint64_t version = 0;               // BSP/SSP: every worker's pushes of clocks < version applied
-  uint64_t steps = 0;                 // optimizer steps applied
-  std::vector<uint64_t> pushed;       // per worker: pushes received
-  std::vector<uint64_t> applied;      // per worker: pushes applied
+  uint64_t version = 0;           // BSP/SSP: every worker's pushes of clocks < version applied
+  uint64_t steps = 0;             // optimizer steps applied
+  std::vector<uint64_t> pushed;   // per worker: pushes received
+  std::vector<uint64_t> applied;  // per worker: pushes applied
+  // SSP / async after a resume: per worker, pushes of clocks the checkpoint already holds (a
+  // faster worker's updates past the clock), acknowledged and counted but not applied again.
+  std::vector<uint64_t> replays;
   int arrived = 0;                    // BSP: pushes of clock `version` waiting in the slots
   std::vector<PendingPull> pulls;     // not yet answerable
   std::vector<RequestPtr> in_flight;  // parameter writes reading this chunk
@@ -73,6 +76,7 @@ class ServerImpl final : public Server {
     for (ChunkState& chunk : chunks_) {
       chunk.pushed.assign(static_cast<size_t>(job.workers), 0);
       chunk.applied.assign(static_cast<size_t>(job.workers), 0);
+      chunk.replays.assign(static_cast<size_t>(job.workers), 0);
     }
     for (auto& state : workers_) state.store(WorkerState::kActive);
     if (options_.average) options_.optimizer.grad_scale = 1.0f / static_cast<float>(job.workers);
@@ -266,8 +270,13 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
       chunk.initialized = true;
       chunk.version = resumed_clock_;
       chunk.steps = data.chunk_steps[j];
+      // Every worker goes on from the resumed clock. Under SSP / async a chunk's snapshot was
+      // taken when its slowest worker reached the clock, and may hold a faster one's next pushes:
+      // that worker's pushes of those clocks come again and count, but are not applied twice.
       for (size_t w = 0; w < chunk.applied.size(); ++w) {
-        chunk.applied[w] = chunk.pushed[w] = data.applied[j * chunk.applied.size() + w];
+        const uint64_t in_snapshot = data.applied[j * chunk.applied.size() + w];
+        chunk.applied[w] = chunk.pushed[w] = resumed_clock_;
+        chunk.replays[w] = in_snapshot > resumed_clock_ ? in_snapshot - resumed_clock_ : 0;
       }
     }
     spdlog::info("server {}: resumed from clock {}", server_, resumed_clock_);
@@ -376,8 +385,12 @@ Status ServerImpl::onPush(int worker, uint32_t index) {
   }
   if (options_.consistency.mode != Consistency::Mode::kBsp) {
     ++chunk.pushed[w];
-    const float* gradient = slot(worker, index);
-    applyLocked(index, chunk, std::span<const float* const>(&gradient, 1));
+    if (chunk.replays[w] > 0) {
+      --chunk.replays[w];  // the resumed checkpoint holds this update already
+    } else {
+      const float* gradient = slot(worker, index);
+      applyLocked(index, chunk, std::span<const float* const>(&gradient, 1));
+    }
     ++chunk.applied[w];
     notify(worker, ToWorker::kAck, index, 0);
     publishLocked(index, chunk);

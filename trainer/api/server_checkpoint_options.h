@@ -11,9 +11,10 @@
 // not into a worker's missing state. Session::restoreCheckpoint(dir) then returns the worker's
 // `extra` of that clock, and Session::iteration() says which it is.
 //
-// A resumed SSP / async run is a valid run, not the same bits as one that never stopped: the
-// servers' clock N holds each chunk when the slowest worker reached N, with the faster workers'
-// extra updates in it (ps/README.md), and their pushes are applied as they arrive.
+// The servers' clock N holds each chunk when the slowest worker reached N, with the faster
+// workers' next updates in it; resumed, those workers' pushes of such clocks are counted but not
+// applied again (ps/README.md), so every update counts once. A resumed SSP / async run is still a
+// valid run, not the same bits as one that never stopped: pushes are applied as they arrive.
 #pragma once
 
 #include <cstdint>

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -177,6 +178,48 @@ TEST(SessionServerCheckpoints, AResumedJobGoesOnFromTheNewestClockEveryRankHasAn
   EXPECT_FALSE(sameBits(expected, reference(kEnd + 3)));
   for (int w = 0; w < kWorkers; ++w) {
     EXPECT_TRUE(std::filesystem::exists(fmt::format("{}/worker-{}-{}.ckpt", checkpoints, w, kEnd))) << "worker " << w;
+  }
+}
+
+// Under SSP(2) a server's checkpoint of clock 6 is taken when the slow worker reaches 6, and holds
+// the fast worker's updates of clocks 6 and 7 too (it runs up to 2 ahead). Resumed at 6, the fast
+// worker pushes those clocks again: the servers count them but do not apply them twice, so every
+// worker's update counts once and the job still ends exactly where one process does (read by a
+// third run, resumed from the servers' clock 12, at which both workers stopped).
+TEST(SessionServerCheckpoints, AResumedSspJobCountsAFastWorkersUpdatesOnce) {
+  TempDir dir;
+  const std::string checkpoints = dir.path() + "/ckpt";
+  const ps::Consistency ssp = ps::Consistency::ssp(2);
+  constexpr uint64_t kEvery = 3, kEnd = 12;
+  std::vector<std::vector<float>> ends(kWorkers);
+  for (const uint64_t stop : {uint64_t{8}, kEnd, kEnd}) {
+    const bool resume = stop != 8;
+    const auto statuses =
+        runSessionJob(sspJob(checkpoints, kEvery, resume, ssp), [&](trainer::Session& session, int w) -> Status {
+          Worker worker(w == 0 ? 1.0f : 7.0f);
+          POSEIDON_RETURN_IF_ERROR(worker.add(session));
+          POSEIDON_RETURN_IF_ERROR(session.start());
+          if (resume) POSEIDON_RETURN_IF_ERROR(session.restoreCheckpoint(checkpoints).status());
+          if (session.iteration() == kEnd) {  // the third run: the servers' state at the end
+            ends[static_cast<size_t>(w)] = worker.all();
+            return session.finish();
+          }
+          while (session.iteration() < stop) {
+            if (w == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the fast one runs ahead
+            POSEIDON_RETURN_IF_ERROR(worker.iterate(session, w));
+            if (session.iteration() % kEvery == 0) {
+              POSEIDON_RETURN_IF_ERROR(session.saveCheckpoint(checkpoints, extraOf(w, session.iteration())));
+            }
+          }
+          return session.finish();
+        });
+    ASSERT_EQ(failures(statuses), "") << "the run to " << stop;
+  }
+  const std::vector<float> expected = reference(kEnd);
+  for (int w = 0; w < kWorkers; ++w) {
+    EXPECT_TRUE(sameBits(ends[static_cast<size_t>(w)], expected))
+        << "worker " << w << " reads " << fmt::format("{}", fmt::join(ends[static_cast<size_t>(w)], " "))
+        << ", one process has " << fmt::format("{}", fmt::join(expected, " "));
   }
 }
 
