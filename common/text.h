@@ -17,8 +17,8 @@ inline std::string_view trimBlanks(std::string_view text) {
 }
 
 // The items between `separator`s, empty ones kept, so a parser can name them: "a,,b" gives
-// {"a", "", "b"}, "a," gives {"a", ""}, and "" gives {""}: a parser that allows an empty list
-// tests for it before splitting.
+// {"a", "", "b"}, "a," gives {"a", ""}, and "" gives {""} (one empty item: a list that must not
+// be empty). splitListOrNone below is for lists that may be.
 inline std::vector<std::string_view> splitList(std::string_view text, char separator = ',') {
   std::vector<std::string_view> items;
   for (size_t start = 0;;) {
@@ -27,6 +27,13 @@ inline std::vector<std::string_view> splitList(std::string_view text, char separ
     if (end == std::string_view::npos) return items;
     start = end + 1;
   }
+}
+
+// As splitList, but "" gives no item: for a list that may be empty (an option string, a store
+// value listing what a rank holds). "," still gives two empty items, for the parser to name.
+inline std::vector<std::string_view> splitListOrNone(std::string_view text, char separator = ',') {
+  if (text.empty()) return {};
+  return splitList(text, separator);
 }
 
 }  // namespace poseidon

@@ -144,8 +144,7 @@ struct Option {
 Result<std::vector<Option>> splitOptions(std::string_view text) {
   std::vector<Option> options;
   std::set<std::string_view> seen;
-  if (text.empty()) return options;
-  for (std::string_view untrimmed : splitList(text)) {
+  for (std::string_view untrimmed : splitListOrNone(text)) {
     const std::string_view item = trimBlanks(untrimmed);
     if (item.empty()) {
       return makeStatus(StatusCode::kInvalidArgument, "optimizer spec has an empty option (expected key=value,...)");

@@ -67,8 +67,7 @@ Result<Consistency> parseConsistency(std::string_view text) {
     result = Consistency::async();
     // Comma-separated: "push=2,fetch=3". An empty `rest` holds no option; an empty item (a
     // trailing comma) is an error.
-    const std::vector<std::string_view> items = rest.empty() ? std::vector<std::string_view>() : splitList(rest);
-    for (std::string_view item : items) {
+    for (std::string_view item : splitListOrNone(rest)) {
       const size_t equals = item.find('=');
       const std::string_view key = item.substr(0, equals);
       if (equals == std::string_view::npos || (key != "push" && key != "fetch")) {

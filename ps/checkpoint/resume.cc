@@ -32,8 +32,7 @@ std::string shownInPart(std::string_view value) {
 
 Result<std::vector<uint64_t>> parseClocks(const std::string& key, const std::string& value, std::string_view text) {
   std::vector<uint64_t> clocks;
-  if (text.empty()) return clocks;  // a rank that holds no checkpoint
-  for (std::string_view item : splitList(text)) {
+  for (std::string_view item : splitListOrNone(text)) {  // none: a rank that holds no checkpoint
     uint64_t clock = 0;
     const auto [stop, error] = std::from_chars(item.data(), item.data() + item.size(), clock);
     if (error != std::errc() || stop != item.data() + item.size() || item.empty()) {

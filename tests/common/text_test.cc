@@ -22,6 +22,15 @@ TEST(SplitList, KeepsEveryItemEmptyOnesIncluded) {
   EXPECT_EQ(splitList(" a , b "), (Items{" a ", " b "}));
 }
 
+TEST(SplitListOrNone, GivesNoItemForEmptyTextAndEveryItemOtherwise) {
+  EXPECT_EQ(splitListOrNone(""), Items{});
+  EXPECT_EQ(splitListOrNone(","), (Items{"", ""}));
+  EXPECT_EQ(splitListOrNone("a,,b"), (Items{"a", "", "b"}));
+  EXPECT_EQ(splitListOrNone("a,"), (Items{"a", ""}));
+  EXPECT_EQ(splitListOrNone(" "), (Items{" "}));
+  EXPECT_EQ(splitListOrNone("1;2", ';'), (Items{"1", "2"}));
+}
+
 TEST(SplitList, TakesAnySeparator) { EXPECT_EQ(splitList("1;2,3;", ';'), (Items{"1", "2,3", ""})); }
 
 TEST(SplitList, ItemsPointIntoTheText) {
