@@ -452,13 +452,29 @@ uint64_t ServerImpl::versionOf(const ChunkState& chunk) const {
 void ServerImpl::publishLocked(uint32_t index, ChunkState& chunk) {
   const uint64_t version = versionOf(chunk);
   if (version != chunk.version) {
-    chunk.version = version;
+    // Async: a lost worker left out, the version can jump several clocks at once. A checkpoint of a
+    // clock passed over takes the chunk as it is (every live worker past that clock: its replays
+    // after a resume drop the updates past it), or a snapshot other chunks began would never
+    // complete.
+    const uint64_t passed_from = chunk.version + 1;
     if (checkpointer_) {
       const size_t first = firstElement(index);
-      checkpointer_->onVersion(index, version, chunk.steps, chunk.applied, params_.data() + first,
-                               state0_.empty() ? nullptr : state0_.data() + first,
-                               state1_.empty() ? nullptr : state1_.data() + first);
+      // A checkpoint records the pushes whose updates the parameters hold: a worker's replays still
+      // to come are among them (a later resume from this checkpoint drops them too).
+      std::span<const uint64_t> held = chunk.applied;
+      thread_local std::vector<uint64_t> with_replays;
+      if (std::any_of(chunk.replays.begin(), chunk.replays.end(), [](uint64_t r) { return r > 0; })) {
+        with_replays.resize(chunk.applied.size());
+        for (size_t w = 0; w < with_replays.size(); ++w) with_replays[w] = chunk.applied[w] + chunk.replays[w];
+        held = with_replays;
+      }
+      for (uint64_t clock = passed_from; clock <= version; ++clock) {
+        checkpointer_->onVersion(index, clock, chunk.steps, held, params_.data() + first,
+                                 state0_.empty() ? nullptr : state0_.data() + first,
+                                 state1_.empty() ? nullptr : state1_.data() + first);
+      }
     }
+    chunk.version = version;
   }
   const bool async = options_.consistency.mode == Consistency::Mode::kAsync;
   auto answered = [&](const PendingPull& pull) {

@@ -39,7 +39,9 @@ struct CheckpointIdentity {
 struct CheckpointData {
   uint64_t clock = 0;                 // every chunk of the server is at this version
   std::vector<uint64_t> chunk_steps;  // per chunk: optimizer steps applied so far
-  std::vector<uint64_t> applied;      // per chunk, per worker (chunk-major): pushes applied
+  // Per chunk, per worker (chunk-major): the pushes whose updates the parameters hold (after a
+  // resume, the replays still to come among them: ps/server.cc).
+  std::vector<uint64_t> applied;
   std::span<float> params;
   std::span<float> state0;
   std::span<float> state1;

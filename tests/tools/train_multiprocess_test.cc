@@ -122,7 +122,7 @@ TEST(TrainMultiprocess, TwoWorkersAndAServerTrainAndWriteEveryOutput) {
 // Under SSP / async --checkpoint-every and --resume become the servers' checkpoints (the workers'
 // data positions beside them: tests/trainer/api/server_checkpoint_test.cc runs them); under BSP
 // they stay the workers' own. Two whole runs of poseidon-train cost 27 s under ASan, so the
-// options are checked here and the runs were made by hand (the session's closing note).
+// options are checked here; the Session's side runs in server_checkpoint_test.cc.
 TEST(TrainMultiprocess, CheckpointOptionsGoToTheServersUnderSspAndAsync) {
   TempDir dir;
   for (const std::string consistency : {"ssp:1", "async", "bsp"}) {

@@ -13,8 +13,14 @@
 //
 // The servers' clock N holds each chunk when the slowest worker reached N, with the faster
 // workers' next updates in it; resumed, those workers' pushes of such clocks are counted but not
-// applied again (ps/README.md), so every update counts once. A resumed SSP / async run is still a
-// valid run, not the same bits as one that never stopped: pushes are applied as they arrive.
+// applied again (ps/README.md), so every update the checkpoint holds counts once, however often
+// the job resumes. A resumed SSP / async run is still a valid run, not the same bits as one that
+// never stopped: pushes are applied as they arrive and workers read other versions.
+//
+// Best effort, as on the servers: a worker keeps its newest `keep` files up to the clock every
+// server has written, the servers their newest `keep` such clocks; when a server skipped a
+// checkpoint the two can keep different clocks, and a crash right then may leave no clock every
+// rank has (the resume then fails naming what each holds, and removes nothing).
 #pragma once
 
 #include <cstdint>
@@ -25,9 +31,11 @@
 
 namespace poseidon::trainer {
 
+// Every rank gives the same (each rank's join() checks its own). The workers compare theirs at
+// start(); the servers checkpoint as worker 0 asks (every, keep, resume), into their own `dir`.
 struct ServerCheckpointOptions {
-  // Every rank gives the same. On each rank's machine: the servers' files
-  // (server-<s>.clock-<T>.ckpt) and the workers' (worker-<rank>-<T>.ckpt). Empty: none.
+  // On each rank's machine: the servers' files (server-<s>.clock-<T>.ckpt) and the workers'
+  // (worker-<rank>-<T>.ckpt). Empty: none.
   std::string dir;
   // Clocks (iterations) between checkpoints; 0: none written (a run that only resumes).
   uint64_t every = 0;

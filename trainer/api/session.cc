@@ -412,6 +412,10 @@ Status SessionImpl::saveWorkerState(const std::string& dir, std::span<const uint
                       "clocks (SessionOptions::server_checkpoints.every), so save after iterations {}, {}, ...",
                       iteration, options_.consistency.canonical(), every, every, 2 * every);
   }
+  // This worker's pushes up to the clock are applied first: an async worker that died right after
+  // its file would otherwise leave the servers' checkpoint of the clock without them (they stop
+  // waiting for a lost worker), and the resumed job would never apply them.
+  POSEIDON_RETURN_IF_ERROR(pipeline_->drain(Deadline::after(options_.sync_timeout)));
   const auto rank = static_cast<uint32_t>(this->rank());
   POSEIDON_RETURN_IF_ERROR(writeWorkerCheckpoint(dir, checkpointIdentity(), iteration, extra, {}));
   if (last_saved_ + every < iteration) {

@@ -51,9 +51,11 @@ std::filesystem::path normalizedDirectory(const std::string& dir) {
   // Made absolute first: weakly_canonical leaves a relative path that does not exist relative.
   std::error_code error;
   const std::filesystem::path absolute = std::filesystem::absolute(dir, error);
-  if (error) return std::filesystem::path(dir).lexically_normal();
-  std::filesystem::path path = std::filesystem::weakly_canonical(absolute, error);
-  path = error ? absolute.lexically_normal() : path.lexically_normal();
+  std::filesystem::path path = std::filesystem::path(dir).lexically_normal();
+  if (!error) {
+    const std::filesystem::path canonical = std::filesystem::weakly_canonical(absolute, error);
+    path = (error ? absolute : canonical).lexically_normal();
+  }
   // "d/" where d does not exist yet keeps its separator: an empty last name.
   if (!path.has_filename() && path.has_relative_path()) path = path.parent_path();
   return path;

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <span>
@@ -25,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "tests/support/mesh.h"
+#include "tests/support/timeouts.h"
 #include "tests/trainer/api/session_job.h"
 #include "trainer/api/worker_checkpoint.h"
 
@@ -205,7 +207,7 @@ TEST(SessionServerCheckpoints, AResumedSspJobCountsAFastWorkersUpdatesOnce) {
             return session.finish();
           }
           while (session.iteration() < stop) {
-            if (w == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the fast one runs ahead
+            if (w == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // so worker 0 runs ahead
             POSEIDON_RETURN_IF_ERROR(worker.iterate(session, w));
             if (session.iteration() % kEvery == 0) {
               POSEIDON_RETURN_IF_ERROR(session.saveCheckpoint(checkpoints, extraOf(w, session.iteration())));
@@ -214,6 +216,54 @@ TEST(SessionServerCheckpoints, AResumedSspJobCountsAFastWorkersUpdatesOnce) {
           return session.finish();
         });
     ASSERT_EQ(failures(statuses), "") << "the run to " << stop;
+  }
+  const std::vector<float> expected = reference(kEnd);
+  for (int w = 0; w < kWorkers; ++w) {
+    EXPECT_TRUE(sameBits(ends[static_cast<size_t>(w)], expected))
+        << "worker " << w << " reads " << fmt::format("{}", fmt::join(ends[static_cast<size_t>(w)], " "))
+        << ", one process has " << fmt::format("{}", fmt::join(expected, " "));
+  }
+}
+
+// A checkpoint taken after a resume, while a worker's replays are still to come, holds their
+// updates: it must count them, or a second resume applies them again. Checkpoints every clock:
+// 1. worker 0 runs to 9, worker 1 (slow) to 7: the servers' clock 7 holds worker 0's clocks 7, 8;
+// 2. resumed at 7, worker 0 now slow: worker 1's push of 7, then worker 0's replay of 7, make
+//    clock 8, whose checkpoint holds worker 0's update of 8 (a replay still to come); both stop;
+// 3. resumed at 8, to 12: worker 0's push of 8 must not be applied again;
+// 4. resumed at 12: every worker's update once, so exactly one process's parameters.
+TEST(SessionServerCheckpoints, AResumeOfAResumedSspJobStillCountsEachUpdateOnce) {
+  TempDir dir;
+  const std::string checkpoints = dir.path() + "/ckpt";
+  constexpr uint64_t kEnd = 12;
+  struct Run {
+    std::array<uint64_t, kWorkers> stop;
+    int slow;  // the worker that sleeps before each iteration
+  };
+  std::vector<std::vector<float>> ends(kWorkers);
+  const std::array<Run, 4> runs = {Run{{9, 7}, 1}, Run{{8, 8}, 0}, Run{{kEnd, kEnd}, 1}, Run{{kEnd, kEnd}, 1}};
+  for (size_t r = 0; r < runs.size(); ++r) {
+    trainer::SessionOptions options = sspJob(checkpoints, 1, r > 0, ps::Consistency::ssp(2));
+    options.server_checkpoints.keep = 8;  // a checkpoint every clock: room for settlements that lag
+    const auto statuses = runSessionJob(options, [&](trainer::Session& session, int w) -> Status {
+      Worker worker(w == 0 ? 1.0f : 7.0f);
+      POSEIDON_RETURN_IF_ERROR(worker.add(session));
+      POSEIDON_RETURN_IF_ERROR(session.start());
+      if (r > 0) POSEIDON_RETURN_IF_ERROR(session.restoreCheckpoint(checkpoints).status());
+      if (r + 1 == runs.size()) {
+        EXPECT_EQ(session.iteration(), kEnd) << "worker " << w;
+        ends[static_cast<size_t>(w)] = worker.all();
+        return session.finish();
+      }
+      while (session.iteration() < runs[r].stop[static_cast<size_t>(w)]) {
+        // Slow enough that no server skips a checkpoint for a disk behind (every clock has one).
+        std::this_thread::sleep_for(std::chrono::milliseconds(w == runs[r].slow ? 40 : 10));
+        POSEIDON_RETURN_IF_ERROR(worker.iterate(session, w));
+        POSEIDON_RETURN_IF_ERROR(session.saveCheckpoint(checkpoints, extraOf(w, session.iteration())));
+      }
+      return session.finish();
+    });
+    ASSERT_EQ(failures(statuses), "") << "run " << r + 1;
   }
   const std::vector<float> expected = reference(kEnd);
   for (int w = 0; w < kWorkers; ++w) {
@@ -253,6 +303,51 @@ TEST(SessionServerCheckpoints, AnAsyncJobResumesWhereEveryRankHasACheckpoint) {
   }
 }
 
+// Async goes on without a lost worker, and a chunk's version can then jump several clocks at
+// once. Worker 1 dies having pushed iteration 3 of one layer only: the server's chunk of that
+// layer reaches clock 4 with worker 0, the other waits at 3 until worker 1 is left out, then
+// jumps past 4. The checkpoint of 4 (begun by the first chunk) must still complete: a snapshot
+// left waiting for a chunk that passed over it would hold its memory and its place for good.
+// Worker 0 trains until the server's file of 4 appears (the server must notice the loss while
+// worker 0 is still there: with every worker gone no version moves).
+TEST(SessionServerCheckpoints, AnAsyncCheckpointCompletesWhenALostWorkerMakesAChunkJumpPastIt) {
+  TempDir dir;
+  const std::string checkpoints = dir.path() + "/ckpt";
+  const std::string clock4 = checkpoints + "/server-0.clock-4.ckpt";
+  trainer::SessionOptions options = sspJob(checkpoints, 2, false, ps::Consistency::async(1, 1));
+  options.layout = {kWorkers, 1, 0};  // both layers' chunks on one server: one snapshot of both
+  options.server_checkpoints.keep = 1000;
+  // The server's exit barrier waits for the lost worker this long.
+  options.startup_timeout = scaled(std::chrono::seconds(2));
+  const auto give_up = std::chrono::steady_clock::now() + scaled(std::chrono::seconds(30));
+  const auto statuses = runSessionJob(options, [&](trainer::Session& session, int w) -> Status {
+    Worker worker(1.0f);
+    POSEIDON_RETURN_IF_ERROR(worker.add(session));
+    POSEIDON_RETURN_IF_ERROR(session.start());
+    if (w == 1) {
+      for (int i = 0; i < 3; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(40));  // so worker 0 runs ahead
+        POSEIDON_RETURN_IF_ERROR(worker.iterate(session, w));
+      }
+      // Iteration 3: the second layer reported and applied, then lost (no finish()).
+      POSEIDON_RETURN_IF_ERROR(session.waitForParameters(0));
+      POSEIDON_RETURN_IF_ERROR(session.waitForParameters(1));
+      POSEIDON_RETURN_IF_ERROR(session.gradientReady(1));
+      POSEIDON_RETURN_IF_ERROR(session.waitForParameters(1));
+      return makeStatus(StatusCode::kUnavailable, "worker 1 lost on purpose");
+    }
+    while (!std::filesystem::exists(clock4) && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      POSEIDON_RETURN_IF_ERROR(worker.iterate(session, w));
+    }
+    // Not finish(): its exit barrier waits for every rank, the lost one too.
+    return Status::ok();
+  });
+  EXPECT_TRUE(statuses[0].isOk()) << statuses[0].toString();
+  EXPECT_EQ(statuses[1].code(), StatusCode::kUnavailable) << statuses[1].toString();
+  EXPECT_TRUE(std::filesystem::exists(clock4)) << "the checkpoint of clock 4 never completed";
+}
+
 // Files at or below the floor (the clock every server has written) go but the newest `keep`.
 TEST(SessionServerCheckpoints, AWorkerKeepsItsNewestFilesUpToTheServersCommittedClock) {
   EXPECT_EQ(trainer::checkpointsToRemove({9, 3, 12, 6, 15}, 12, 2), (std::vector<uint64_t>{3, 6}));
@@ -267,7 +362,9 @@ TEST(SessionServerCheckpoints, AWorkerKeepsItsNewestFilesUpToTheServersCommitted
 TEST(SessionServerCheckpoints, AServerWithoutADirectoryFailsNamingWhatWorkerZeroAsked) {
   TempDir dir;
   trainer::SessionOptions options = sspJob(dir.path() + "/ckpt", 3, false);
-  options.startup_timeout = std::chrono::seconds(3);  // the workers wait for a server that never comes
+  // The workers wait for a server that never comes; the server's own wait (for worker 0's set-up)
+  // has the same deadline, so it is scaled for slow builds.
+  options.startup_timeout = scaled(std::chrono::seconds(2));
   const auto statuses = runSessionJob(
       options,
       [&](trainer::Session& session, int) -> Status {
