@@ -739,6 +739,11 @@ Status ClientImpl::onCheckpointOutcomeLocked(int server, const Imm& imm) {
           "any others since it last said so) to bound its disk; another server's disk is behind or failing (the "
           "servers' logs say which): raise checkpoint_keep or checkpoint less often";
       break;
+    case CheckpointOutcome::kPassedOver:
+      why =
+          "a lost worker was left out and its chunks' clocks moved past this one at once (async), so no state of it "
+          "exists";
+      break;
     case CheckpointOutcome::kWritten: break;
   }
   Status refusal = makeStatus(StatusCode::kUnavailable, "server {} (rank {}) did not checkpoint ({}): {}", server,

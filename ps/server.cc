@@ -298,6 +298,7 @@ Status ServerImpl::setUp(transport::bootstrap::Store& store, const model::Model&
     hooks.on_miss = [tell_workers](uint64_t clock, CheckpointMiss miss, const Status&) {
       tell_workers(clock, miss == CheckpointMiss::kWriteFailed       ? CheckpointOutcome::kWriteFailed
                           : miss == CheckpointMiss::kSkippedAwaiting ? CheckpointOutcome::kAwaitingServers
+                          : miss == CheckpointMiss::kPassedOver      ? CheckpointOutcome::kPassedOver
                                                                      : CheckpointOutcome::kDiskBehind);
     };
     hooks.write = options_.checkpoint_writer;
@@ -452,10 +453,9 @@ uint64_t ServerImpl::versionOf(const ChunkState& chunk) const {
 void ServerImpl::publishLocked(uint32_t index, ChunkState& chunk) {
   const uint64_t version = versionOf(chunk);
   if (version != chunk.version) {
-    // Async: a lost worker left out, the version can jump several clocks at once. A checkpoint of a
-    // clock passed over takes the chunk as it is (every live worker past that clock: its replays
-    // after a resume drop the updates past it), or a snapshot other chunks began would never
-    // complete.
+    // Async: a lost worker left out, the version can jump several clocks at once. No state of the
+    // clocks passed over exists (nor the lost worker's file of them): their checkpoints are
+    // skipped, or a snapshot other chunks began would wait for this chunk for good.
     const uint64_t passed_from = chunk.version + 1;
     if (checkpointer_) {
       const size_t first = firstElement(index);
@@ -468,11 +468,10 @@ void ServerImpl::publishLocked(uint32_t index, ChunkState& chunk) {
         for (size_t w = 0; w < with_replays.size(); ++w) with_replays[w] = chunk.applied[w] + chunk.replays[w];
         held = with_replays;
       }
-      for (uint64_t clock = passed_from; clock <= version; ++clock) {
-        checkpointer_->onVersion(index, clock, chunk.steps, held, params_.data() + first,
-                                 state0_.empty() ? nullptr : state0_.data() + first,
-                                 state1_.empty() ? nullptr : state1_.data() + first);
-      }
+      if (passed_from < version) checkpointer_->onPassedOver(passed_from, version);
+      checkpointer_->onVersion(index, version, chunk.steps, held, params_.data() + first,
+                               state0_.empty() ? nullptr : state0_.data() + first,
+                               state1_.empty() ? nullptr : state1_.data() + first);
     }
     chunk.version = version;
   }

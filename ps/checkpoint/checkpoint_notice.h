@@ -22,8 +22,10 @@ enum class CheckpointOutcome : uint32_t {
   // Skipped: checkpoint_keep newer checkpoints of this server wait for the other servers
   // (checkpointer.h).
   kAwaitingServers = 4,
+  // Skipped: async left a lost worker out and the clock was passed over (checkpointer.h).
+  kPassedOver = 5,
 };
-inline constexpr uint32_t kLastCheckpointOutcome = 4;
+inline constexpr uint32_t kLastCheckpointOutcome = 5;
 inline constexpr uint32_t kOutcomeCodeBits = 3;
 
 enum class CheckpointSettled : uint32_t {

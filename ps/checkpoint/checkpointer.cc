@@ -62,6 +62,39 @@ bool Checkpointer::dueLocked(uint64_t version) const {
   return (every_ > 0 && version % every_ == 0) || requested_.count(version) > 0;
 }
 
+void Checkpointer::onPassedOver(uint64_t from, uint64_t to) {
+  std::lock_guard lock(mutex_);
+  // The due clocks in [from, to): multiples of `every` and requests, not every clock of the jump.
+  std::set<uint64_t> clocks(requested_.lower_bound(from), requested_.lower_bound(to));
+  if (every_ > 0) {
+    for (uint64_t clock = (from + every_ - 1) / every_ * every_; clock < to; clock += every_) clocks.insert(clock);
+  }
+  for (uint64_t clock : clocks) {
+    if (clock <= start_clock_) continue;
+    auto& slot = collecting_[clock];
+    if (!slot) {
+      slot = std::make_unique<Snapshot>();
+      slot->clock = clock;
+      slot->missing = static_cast<uint32_t>(shard_.chunks.size());
+    }
+    if (!slot->skipped) {
+      slot->skipped = true;
+      slot->skip_reason = CheckpointMiss::kPassedOver;
+      slot->params = {};  // the memory goes now, not when the last chunk passes
+      slot->state0 = {};
+      slot->state1 = {};
+      slot->steps = {};
+      slot->applied = {};
+    }
+    if (--slot->missing == 0) {
+      skipped_.emplace_back(clock, slot->skip_reason);
+      collecting_.erase(clock);
+      requested_.erase(clock);
+      cv_.notify_all();
+    }
+  }
+}
+
 void Checkpointer::onVersion(uint32_t chunk, uint64_t version, uint64_t steps, std::span<const uint64_t> applied,
                              const float* params, const float* state0, const float* state1) {
   Snapshot* snapshot = nullptr;
@@ -143,17 +176,24 @@ void Checkpointer::reportSkippedLocked(std::unique_lock<std::mutex>& lock) {
   const auto [newest, why] = said.back();
   const size_t behind = static_cast<size_t>(std::count_if(
       said.begin(), said.end(), [](const auto& skip) { return skip.second == CheckpointMiss::kSkippedBehind; }));
+  const size_t passed_over = static_cast<size_t>(std::count_if(
+      said.begin(), said.end(), [](const auto& skip) { return skip.second == CheckpointMiss::kPassedOver; }));
   std::vector<std::string> causes;
+  if (passed_over > 0) {
+    causes.push_back(
+        fmt::format("{} passed over when a lost worker was left out (async: no state of those clocks)", passed_over));
+  }
   if (behind > 0) {
     causes.push_back(fmt::format(
         "{} while the ones before were still being written to {} (the disk is slower than checkpoints come)", behind,
         dir_));
   }
-  if (behind < said.size()) {
+  if (behind + passed_over < said.size()) {
     causes.push_back(fmt::format(
         "{} while {} newer than clock {} (the newest every server has written; 0: none yet) waited for the other "
         "servers to pass their clocks (checkpoint_keep {}; a server's disk is behind or failing, its log says which)",
-        said.size() - behind, keep_ == 1 ? "the one" : fmt::format("{} files", keep_), committed_, keep_));
+        said.size() - behind - passed_over, keep_ == 1 ? "the one" : fmt::format("{} files", keep_), committed_,
+        keep_));
   }
   told_ = std::max(told_, newest);
   busy_ = true;

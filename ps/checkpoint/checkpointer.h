@@ -48,6 +48,9 @@ enum class CheckpointMiss {
   kWriteFailed,      // writing the file failed
   kSkippedBehind,    // skipped: the disk had not finished the ones before it
   kSkippedAwaiting,  // skipped: `keep` undecided ones wait for the other servers
+  // Async: a lost worker left out, a chunk's version jumped past the clock, so no state of the
+  // clock exists (and the lost worker has no file of it to resume with).
+  kPassedOver,
 };
 
 // Snapshots held for the disk at most (the one being written and those complete and waiting).
@@ -74,6 +77,11 @@ class Checkpointer {
 
   // Asks for a checkpoint at `clock`, or at the first clock no chunk has reached yet if later.
   void request(uint64_t clock);
+
+  // Called with a local chunk's lock held when its version jumps from `from` - 1 past the clocks
+  // [from, to) at once (async, a lost worker left out; onVersion(to) follows): their checkpoints
+  // are skipped, and a snapshot other chunks began is dropped, so none waits for good.
+  void onPassedOver(uint64_t from, uint64_t to);
 
   // Called with local chunk `chunk`'s lock held each time it reaches `version`.
   void onVersion(uint32_t chunk, uint64_t version, uint64_t steps, std::span<const uint64_t> applied,

@@ -5,6 +5,7 @@
 // wait, and the older ones go once a newer clock is committed.
 #include "ps/checkpoint/checkpointer.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -115,6 +116,39 @@ TEST_F(Checkpointer, WhatFallsDueWhileTheDiskIsBehindIsSkippedAndSaidOnce) {
   ASSERT_TRUE(checkpointer->flush().isOk());
   EXPECT_EQ(disk.written(), (std::vector<uint64_t>{1, 2, 7}));
   EXPECT_EQ(missesSoFar().size(), 1u);
+}
+
+// Async, a lost worker left out: chunk 1 jumps from clock 1 past 2 and 3 to 4 while chunk 0 has
+// begun the snapshot of 2. Clocks 2 and 3 hold no state of their own: both are skipped and said
+// as passed over, chunk 0's later arrival at 3 only counts down, and 4 is taken. Before, the
+// snapshot of 2 waited for chunk 1 for good, holding its copy and one of the `keep` places (with
+// keep 1, every later checkpoint was skipped).
+TEST_F(Checkpointer, ClocksAChunkJumpsOverAreSkippedAndTheNextIsTaken) {
+  start(/*keep=*/100, /*start_clock=*/0, recording());
+  reach(1);
+  ASSERT_TRUE(checkpointer->flush().isOk());
+  checkpointer->onVersion(0, 2, 2, applied, params.data(), nullptr, nullptr);
+  checkpointer->onPassedOver(2, 4);
+  checkpointer->onVersion(1, 4, 4, applied, params.data(), nullptr, nullptr);
+  checkpointer->onVersion(0, 3, 3, applied, params.data(), nullptr, nullptr);
+  checkpointer->onVersion(0, 4, 4, applied, params.data(), nullptr, nullptr);
+  ASSERT_TRUE(checkpointer->flush().isOk());
+  EXPECT_EQ(toldWritten(), (std::vector<uint64_t>{1, 4}));
+  // Said once for both, or for 2 and then for 3, as the writer thread wakes.
+  const std::vector<Miss> said = missesSoFar();
+  ASSERT_GE(said.size(), 1u);
+  ASSERT_LE(said.size(), 2u);
+  EXPECT_EQ(said.back().clock, 3u);
+  if (said.size() == 2) {
+    EXPECT_EQ(said.front().clock, 2u);
+  }
+  for (const Miss& miss : said) {
+    EXPECT_EQ(miss.why, ps::CheckpointMiss::kPassedOver);
+    EXPECT_NE(miss.message.find("passed over when a lost worker was left out"), std::string::npos) << miss.message;
+  }
+  EXPECT_NE(said.back().message.find(fmt::format("{} checkpoint(s) skipped, the newest at clock 3", 3 - said.size())),
+            std::string::npos)
+      << said.back().message;
 }
 
 TEST_F(Checkpointer, FilesNotEveryServerHasPassedStayAndAtMostKeepOfThemWait) {

@@ -59,7 +59,7 @@ TEST(ClientProtocol, AnUnknownCheckpointOutcomeFailsTheWorkerNamingIt) {
   worker_thread.join();
   ASSERT_TRUE(rogue.isOk()) << rogue.toString();
   EXPECT_EQ(worker_status.code(), StatusCode::kProtocolError) << worker_status.toString();
-  EXPECT_NE(worker_status.message().find("server 0 (rank 1): told checkpoint outcome 7 (expected 0 to 4)"),
+  EXPECT_NE(worker_status.message().find("server 0 (rank 1): told checkpoint outcome 7 (expected 0 to 5)"),
             std::string::npos)
       << worker_status.toString();
 }

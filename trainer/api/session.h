@@ -160,9 +160,10 @@ class Session {
   // clocks themselves; this writes the iteration and `extra` alone, into server_checkpoints.dir
   // (`dir` must name it), after an iteration that is a multiple of `every` (others are refused,
   // naming both). Call it after each such iteration: the job resumes from the newest clock every
-  // server and every worker has. It waits for this worker's syncs (its pushes applied), not for
-  // other workers: start() already refused, on every worker, a directory holding an earlier
-  // run's files when not resuming.
+  // server and every worker has. It first waits for this worker's syncs of the iterations ended
+  // (its pushes applied, its reads at the version the consistency asks: what its next forward
+  // pass would wait for). start() already refused, on every worker, a directory holding an
+  // earlier run's files when not resuming.
   virtual Status saveCheckpoint(const std::string& dir, std::span<const uint8_t> extra) = 0;
   // After start() and before the first report. BSP: loads <dir>/worker-<rank>-<iteration>.ckpt
   // into the registered parameters, the optimizer state and the iteration count, checks through
