@@ -66,8 +66,14 @@ void Checkpointer::onPassedOver(uint64_t from, uint64_t to) {
   std::lock_guard lock(mutex_);
   // The due clocks in [from, to): multiples of `every` and requests, not every clock of the jump.
   std::set<uint64_t> clocks(requested_.lower_bound(from), requested_.lower_bound(to));
-  if (every_ > 0) {
-    for (uint64_t clock = (from + every_ - 1) / every_ * every_; clock < to; clock += every_) clocks.insert(clock);
+  if (every_ > 0 && from < to) {
+    // The first multiple at or after `from`, stepping only while the next stays below `to`: no sum
+    // can wrap, whatever `every` worker 0 asked for.
+    const uint64_t gap = (every_ - from % every_) % every_;
+    for (uint64_t clock = from + gap; gap < to - from && clock < to; clock += every_) {
+      clocks.insert(clock);
+      if (to - clock <= every_) break;
+    }
   }
   for (uint64_t clock : clocks) {
     if (clock <= start_clock_) continue;

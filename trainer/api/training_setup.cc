@@ -68,8 +68,8 @@ std::vector<uint8_t> encode(const TrainingSetup& s) {
   w.put(o.lr.base_lr).put(o.lr.step_size).put(o.lr.gamma).put(o.lr.max_steps).put(o.lr.power).put(o.lr.min_lr);
   w.put(o.grad_scale).put(o.weight_decay).put(o.momentum).put(static_cast<uint8_t>(o.nesterov)).put(o.eps);
   w.put(o.beta1).put(o.beta2).put(o.initial_accumulator);
-  const ServerCheckpointOptions& c = s.checkpoints;
-  w.put(static_cast<uint8_t>(!c.dir.empty())).put(c.every).put(c.keep).put(static_cast<uint8_t>(c.resume));
+  const CheckpointRequest& c = s.checkpoints;
+  w.put(static_cast<uint8_t>(c.on)).put(c.every).put(c.keep).put(static_cast<uint8_t>(c.resume));
   return std::move(w.out);
 }
 
@@ -95,12 +95,9 @@ Result<TrainingSetup> decode(std::span<const uint8_t> bytes) {
   o.sum_only = sum_only != 0;
   o.lr.kind = static_cast<kernels::LrSchedule::Kind>(schedule);
   o.nesterov = nesterov != 0;
-  // Only whether worker 0 has a directory travels: each server writes into its own.
-  if (checkpoints != 0) s.checkpoints.dir = "(worker 0's)";
+  s.checkpoints.on = checkpoints != 0;
   s.checkpoints.resume = resume != 0;
   POSEIDON_RETURN_IF_ERROR(s.consistency.validate().withContext("worker 0's consistency"));
-  POSEIDON_RETURN_IF_ERROR(
-      validateServerCheckpoints(s.checkpoints, s.consistency).withContext("worker 0's server checkpoints"));
   POSEIDON_RETURN_IF_ERROR(o.validate().withContext("worker 0's optimizer"));
   return s;
 }
@@ -134,7 +131,9 @@ Status validateConsistencyOptions(const SessionOptions& options) {
 }
 
 Status publishTrainingSetup(JobConnection& job, const SessionOptions& options) {
-  return job.view().set(kSetupKey, encode({options.consistency, options.optimizer, options.server_checkpoints}));
+  const ServerCheckpointOptions& c = options.server_checkpoints;
+  return job.view().set(kSetupKey,
+                        encode({options.consistency, options.optimizer, {!c.dir.empty(), c.every, c.keep, c.resume}}));
 }
 
 Result<TrainingSetup> publishedTrainingSetup(JobConnection& job, Deadline deadline) {
@@ -191,18 +190,21 @@ Result<std::unique_ptr<ps::Server>> startPsServer(JobConnection& job, std::span<
   server.consistency = setup.consistency;
   server.average = true;  // the mean of the workers' gradients, as HybComm's workers step on
   // Checkpoints as worker 0 asks, into this server's own directory.
-  const ServerCheckpointOptions& asked = setup.checkpoints;
+  const CheckpointRequest& asked = setup.checkpoints;
   const std::string& dir = options.server_checkpoints.dir;
-  if (!asked.dir.empty() && dir.empty()) {
+  if (asked.on && dir.empty()) {
     return makeStatus(StatusCode::kInvalidArgument,
                       "worker 0 asks the servers to checkpoint every {} clocks{}, but this server's "
                       "SessionOptions::server_checkpoints.dir is empty",
                       asked.every, asked.resume ? " and to resume" : "");
   }
-  if (asked.dir.empty() && !dir.empty()) {
+  if (!asked.on && !dir.empty()) {
     spdlog::warn("SessionOptions::server_checkpoints.dir '{}' unused: worker 0 asks for no server checkpoints", dir);
   }
-  if (!asked.dir.empty()) {
+  if (asked.on) {
+    const ServerCheckpointOptions checkpoints{dir, asked.every, asked.keep, asked.resume};
+    POSEIDON_RETURN_IF_ERROR(
+        validateServerCheckpoints(checkpoints, setup.consistency).withContext("worker 0's server checkpoints"));
     server.checkpoint_dir = dir;
     server.checkpoint_every = asked.every;
     server.checkpoint_keep = asked.keep;

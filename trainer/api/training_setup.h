@@ -34,12 +34,20 @@ inline bool serverOptimized(const ps::Consistency& consistency) {
 // through the PS (HybComm fixed to it), the optimizer is a real one, replicas are not compared.
 Status validateConsistencyOptions(const SessionOptions& options);
 
-// What worker 0 publishes and the servers read: the servers checkpoint as worker 0 asks (every,
-// keep, resume; `dir` non-empty when on), each into its own server_checkpoints.dir.
+// How worker 0 asks the servers to checkpoint: its server_checkpoints but the directory, which is
+// each server's own.
+struct CheckpointRequest {
+  bool on = false;  // worker 0 has a server_checkpoints.dir
+  uint64_t every = 0;
+  int keep = 2;
+  bool resume = false;
+};
+
+// What worker 0 publishes and the servers read.
 struct TrainingSetup {
   ps::Consistency consistency;
   kernels::OptimizerConfig optimizer;
-  ServerCheckpointOptions checkpoints;
+  CheckpointRequest checkpoints;
 };
 Status publishTrainingSetup(JobConnection& job, const SessionOptions& options);
 Result<TrainingSetup> publishedTrainingSetup(JobConnection& job, Deadline deadline);

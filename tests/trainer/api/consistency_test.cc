@@ -46,17 +46,8 @@ constexpr int kFcRows = 3, kFcCols = 4, kOther = 5;
 constexpr float kLr = 0.25f;
 
 trainer::SessionOptions psJob(int workers, const ps::Consistency& consistency) {
-  trainer::SessionOptions options;
-  options.job = "consistency-test";
-  options.layout = {workers, 2, 0};
+  trainer::SessionOptions options = psSessionOptions("consistency-test", workers, consistency);
   options.batch = kK;
-  options.optimizer = kernels::parseOptimizer("sgd:lr=0.25").value();
-  options.hybcomm.mode = trainer::HybCommMode::kFixed;
-  options.hybcomm.fixed = scheme::Scheme::kPs;
-  options.consistency = consistency;
-  options.chunk_bytes = 4096;
-  options.startup_timeout = std::chrono::seconds(20);
-  options.sync_timeout = std::chrono::seconds(20);
   return options;
 }
 

@@ -42,16 +42,7 @@ constexpr float kLr = 0.25f;
 
 trainer::SessionOptions sspJob(const std::string& dir, uint64_t every, bool resume,
                                const ps::Consistency& consistency = ps::Consistency::ssp(0)) {
-  trainer::SessionOptions options;
-  options.job = "server-checkpoint-test";
-  options.layout = {kWorkers, 2, 0};
-  options.optimizer = kernels::parseOptimizer("sgd:lr=0.25").value();
-  options.hybcomm.mode = trainer::HybCommMode::kFixed;
-  options.hybcomm.fixed = scheme::Scheme::kPs;
-  options.consistency = consistency;
-  options.chunk_bytes = 4096;
-  options.startup_timeout = std::chrono::seconds(20);
-  options.sync_timeout = std::chrono::seconds(20);
+  trainer::SessionOptions options = psSessionOptions("server-checkpoint-test", kWorkers, consistency);
   options.server_checkpoints = {dir, every, 2, resume};
   return options;
 }

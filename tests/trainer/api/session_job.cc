@@ -2,12 +2,28 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <thread>
 
+#include "kernels/optimizer_config.h"
 #include "tests/support/mesh.h"
 #include "trainer/data/fashion_mnist.h"
 
 namespace poseidon::testing {
+
+trainer::SessionOptions psSessionOptions(const std::string& job, int workers, const ps::Consistency& consistency) {
+  trainer::SessionOptions options;
+  options.job = job;
+  options.layout = {workers, 2, 0};
+  options.optimizer = kernels::parseOptimizer("sgd:lr=0.25").value();
+  options.hybcomm.mode = trainer::HybCommMode::kFixed;
+  options.hybcomm.fixed = scheme::Scheme::kPs;
+  options.consistency = consistency;
+  options.chunk_bytes = 4096;
+  options.startup_timeout = std::chrono::seconds(20);
+  options.sync_timeout = std::chrono::seconds(20);
+  return options;
+}
 
 std::string joinError(const trainer::SessionOptions& options) {
   transport::bootstrap::LaunchInfo launch;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "tools/train/batch_reader.h"
@@ -26,6 +27,11 @@ Status trainStep(trainer::reference::Network& network, trainer::Session& session
 
 // Fashion-MNIST's training set, loaded once per process (on failure: empty, the cause on stderr).
 const trainer::data::ImageSet& fashionTrainSet();
+
+// A small job whose every layer goes through the PS (HybComm fixed to it, as SSP and async need):
+// `workers` workers and 2 servers, SGD with lr 0.25 (a power of two: exact steps), 4 KiB chunks,
+// 20 s deadlines.
+trainer::SessionOptions psSessionOptions(const std::string& job, int workers, const ps::Consistency& consistency);
 
 // join()'s failure for rank 0 of a job of `options`, "OK" when it joins (the options' checks).
 std::string joinError(const trainer::SessionOptions& options);
