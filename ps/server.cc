@@ -113,6 +113,14 @@ class ServerImpl final : public Server {
 
   uint64_t resumedClock() const override { return resumed_clock_; }
 
+  std::vector<int> lostWorkers() const override {
+    std::vector<int> lost;
+    for (int w = 0; w < job_.workers; ++w) {
+      if (workers_[static_cast<size_t>(w)].load() == WorkerState::kFailed) lost.push_back(w);
+    }
+    return lost;
+  }
+
   uint64_t version() const override {
     uint64_t lowest = UINT64_MAX;
     for (ChunkState& chunk : chunks_) {

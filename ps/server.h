@@ -18,6 +18,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "kernels/optimizer_config.h"
 #include "model/model.h"
@@ -65,6 +66,9 @@ class Server {
   // Blocks until every worker said goodbye; returns the first failure (a worker that vanished
   // under BSP/SSP names it), or kTimeout naming the workers still connected.
   virtual Status waitUntilDone(Deadline deadline) = 0;
+  // Async: the workers this server went on without (a connection broke before they said goodbye),
+  // by worker index. Under BSP / SSP such a loss fails waitUntilDone instead.
+  virtual std::vector<int> lostWorkers() const = 0;
   // The clock this server resumed from (0 for a fresh start).
   virtual uint64_t resumedClock() const = 0;
   // Lowest version over this server's chunks.

@@ -1,7 +1,9 @@
 #include "tools/train/worker_loop.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <filesystem>
 #include <optional>
 #include <vector>
 
@@ -42,6 +44,7 @@ class Trainer {
   Status waitForEveryLayer();
   Status evaluateAndLog(uint64_t epoch);
   Status writeTimelines();
+  void mergeTimelines();
 
   const WorkerRun& run_;
   const TrainCommandLine& c_;
@@ -168,18 +171,38 @@ Status Trainer::run() {
   // The epoch the run ended in: the one just completed, or the one --max-steps cut short.
   POSEIDON_RETURN_IF_ERROR(evaluateAndLog(position.step == 0 ? position.epoch : position.epoch + 1));
   POSEIDON_RETURN_IF_ERROR(outputs_->summary(last_, totals, session_.mergePlan()));
-  std::vector<std::string> files;
-  for (int w = 0; w < c_.workers; ++w) files.push_back(outPath(c_, fmt::format("timeline-worker{}.json", w)));
-  if (Status merged = trainer::timeline::mergeChromeTraceFiles(files, outPath(c_, "timeline.json")); !merged) {
-    // Workers on other hosts keep their files there.
-    progress_.print(fmt::format("timeline.json not written: {}", merged.toString()));
-  }
+  mergeTimelines();
   progress_.print(fmt::format(
       "done: {} steps, {:.1f} s, {:.0f} images/s, test accuracy {:.4f}, {:.0f} % of sync time under backward; "
       "outputs in {}",
       totals.iterations, totals.seconds, totals.imagesPerSecond(c_.globalBatch()), last_.accuracy(),
       100 * totals.sync_overlap, c_.out_dir));
   return Status::ok();
+}
+
+// The workers' timelines as one file, of those whose file is here: workers on other hosts keep
+// theirs there, and an async job may have gone on without a lost worker.
+void Trainer::mergeTimelines() {
+  std::vector<std::string> files;
+  std::vector<int> absent;
+  for (int w = 0; w < c_.workers; ++w) {
+    std::string file = outPath(c_, fmt::format("timeline-worker{}.json", w));
+    std::error_code error;
+    if (std::filesystem::exists(file, error)) {
+      files.push_back(std::move(file));
+    } else {
+      absent.push_back(w);
+    }
+  }
+  if (!absent.empty()) {
+    progress_.print(
+        fmt::format("timeline.json leaves out workers {}: no timeline-worker<N>.json of theirs in {} "
+                    "(on another host, or lost)",
+                    fmt::join(absent, ", "), c_.out_dir));
+  }
+  if (Status merged = trainer::timeline::mergeChromeTraceFiles(files, outPath(c_, "timeline.json")); !merged) {
+    progress_.print(fmt::format("timeline.json not written: {}", merged.toString()));
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "trainer/api/job_exit.h"
 #include "transport/bootstrap/open_store.h"
 
 namespace poseidon::trainer {
@@ -61,16 +62,9 @@ Result<transport::Context*> JobConnection::connectContext(std::string_view name_
   return contexts_.back().get();
 }
 
-Status JobConnection::leave(Deadline deadline) {
+Status JobConnection::leave(Deadline deadline, std::span<const int> lost_ranks) {
   transport::bootstrap::StoreView exit = view_->child("exit");
-  POSEIDON_RETURN_IF_ERROR(transport::bootstrap::barrier(exit, "barrier", layout_.size(), deadline));
-  // A rank's last call is a set() the store has answered, so after worker 0 has seen them all,
-  // nobody talks to its store any more.
-  if (rank() != 0) return transport::bootstrap::setString(exit, fmt::format("gone/{}", rank()), "1");
-  for (int r = 1; r < layout_.size(); ++r) {
-    POSEIDON_RETURN_IF_ERROR(transport::bootstrap::getString(exit, fmt::format("gone/{}", r), deadline).status());
-  }
-  return Status::ok();
+  return leaveJob(exit, rank(), layout_.size(), lost_ranks, deadline);
 }
 
 }  // namespace poseidon::trainer

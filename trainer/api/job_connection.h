@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -42,8 +43,9 @@ class JobConnection {
   Result<transport::Context*> joinWorkers(std::string_view purpose, Deadline deadline);
 
   // The last call of a rank: a barrier of every rank, after which worker 0 waits until each has
-  // seen it, so the store it serves outlives everyone's last request.
-  Status leave(Deadline deadline);
+  // seen it, so the store it serves outlives everyone's last request. A server arrives for the
+  // workers it went on without, `lost_ranks` (job_exit.h).
+  Status leave(Deadline deadline, std::span<const int> lost_ranks = {});
 
  private:
   JobConnection() = default;

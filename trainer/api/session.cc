@@ -522,12 +522,14 @@ Status SessionImpl::serve() {
   model_ = std::move(*model);
   const Deadline done = Deadline::after(options_.serve_timeout);
   Status status;
+  std::vector<int> lost_ranks;  // the workers an async server went on without (job ranks = worker indices)
   if (role() == JobRole::kPsServer) {
     auto setup = publishedTrainingSetup(*job_, deadline);
     if (!setup) return setup.status().withContext(describe());
     auto server = startPsServer(*job_, model_.layers(), options_, *setup, deadline);
     if (!server) return server.status().withContext(describe());
     status = (*server)->waitUntilDone(done);
+    if (status.isOk()) lost_ranks = (*server)->lostWorkers();
   } else {
     auto context = job_->join(scheme::Scheme::kAdam, deadline);
     if (!context) return context.status();
@@ -538,7 +540,7 @@ Status SessionImpl::serve() {
     if (!server) return server.status().withContext(describe());
     status = (*server)->waitUntilDone(done);
   }
-  if (status.isOk()) status = job_->leave(startupDeadline());
+  if (status.isOk()) status = job_->leave(startupDeadline(), lost_ranks);
   return status.withContext(describe());
 }
 

@@ -15,7 +15,7 @@
 //   each change the floats.
 // - SSP(s) lets a fast worker run ahead of a slow one by s iterations, never more (the versions
 //   each sync left, and the iterations the slow worker had reported).
-// - Async runs to the end and reduces the loss of a tiny CNN.
+// - Async runs to the end and reduces the loss of a tiny CNN, and finishes without a lost worker.
 // - A worker started with another consistency fails start-up naming it; options SSP rules out
 //   are clear errors at join(); checkpoints without server checkpoints are refused naming what to
 //   set (server_checkpoint_test.cc has them).
@@ -313,6 +313,32 @@ TEST(SessionConsistency, AsyncRunsToTheEndAndReducesTheLoss) {
     EXPECT_LT(last, 0.8 * first) << "worker " << w << ": mean loss of the first 10 steps " << first / 10
                                  << ", of the last 10 " << last / 10;
   }
+}
+
+// Async goes on without a worker whose connection broke, and so does the job's end: both servers
+// saw worker 2 go, one of them arrives at the exit in its place, and every other rank's finish()
+// succeeds (before, the exit barrier waited for worker 2 until the deadline).
+TEST(SessionConsistency, AsyncFinishesWithoutALostWorkerAndEveryOtherRankSucceeds) {
+  constexpr int kThree = 3;
+  trainer::SessionOptions options = psJob(kThree, ps::Consistency::async(1, 1));
+  const auto began = std::chrono::steady_clock::now();
+  const auto statuses = runSessionJob(options, [&](trainer::Session& session, int w) -> Status {
+    Toy toy(1.0f);
+    POSEIDON_RETURN_IF_ERROR(toy.add(session));
+    POSEIDON_RETURN_IF_ERROR(session.start());
+    const uint64_t iterations = w == 2 ? 3 : 12;
+    for (uint64_t i = 0; i < iterations; ++i) POSEIDON_RETURN_IF_ERROR(toyIteration(session, toy, w, i));
+    // Worker 2 is lost: no finish(), its Session (and its connections) gone as the thread ends.
+    if (w == 2) return makeStatus(StatusCode::kUnavailable, "worker 2 lost on purpose");
+    return session.finish();
+  });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  ASSERT_EQ(statuses.size(), 5u);
+  for (size_t rank : {0u, 1u, 3u, 4u}) EXPECT_TRUE(statuses[rank].isOk()) << statuses[rank].toString();
+  EXPECT_EQ(statuses[2].code(), StatusCode::kUnavailable) << statuses[2].toString();
+  // Well before the 20 s start-up deadline the exit barrier would have waited for worker 2.
+  EXPECT_LT(seconds, 0.75 * std::chrono::duration<double>(options.startup_timeout).count())
+      << "the others waited for the lost worker";
 }
 
 TEST(SessionConsistency, AWorkerWithAnotherConsistencyFailsStartUpNamingIt) {

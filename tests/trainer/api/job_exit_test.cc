@@ -1,0 +1,126 @@
+// The job's exit barrier (trainer/api/job_exit.h) over a FileStore: a server arrives for the
+// workers async went on without, once however many servers saw them go, and a rank that was
+// taken for lost but comes after all fails saying so.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/mesh.h"
+#include "trainer/api/job_exit.h"
+#include "transport/bootstrap/file_store.h"
+#include "transport/bootstrap/store.h"
+#include "transport/bootstrap/store_view.h"
+
+namespace poseidon::testing {
+namespace {
+
+using transport::bootstrap::FileStore;
+using transport::bootstrap::StoreView;
+
+Deadline soon() { return Deadline::after(std::chrono::seconds(10)); }
+
+class JobExitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto opened = FileStore::open(dir_.path() + "/store");
+    ASSERT_TRUE(opened.isOk()) << opened.status().toString();
+    store_ = std::move(*opened);
+    exit_ = std::make_unique<StoreView>(*store_, "job/exit");
+  }
+
+  // Each of `ranks` (a rank and the ranks it arrives for) leaves at once, on a thread of its own.
+  std::vector<Status> leaveTogether(int size, const std::vector<std::pair<int, std::vector<int>>>& ranks) {
+    std::vector<Status> statuses(ranks.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      threads.emplace_back([&, i] {
+        StoreView exit = *exit_;
+        statuses[i] = trainer::leaveJob(exit, ranks[i].first, size, ranks[i].second, soon());
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    return statuses;
+  }
+
+  int64_t counter(const std::string& key) {
+    auto value = exit_->add(key, 0);
+    EXPECT_TRUE(value.isOk()) << value.status().toString();
+    return value.isOk() ? *value : -1;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<FileStore> store_;
+  std::unique_ptr<StoreView> exit_;
+};
+
+// Workers 0 and 1 finish, worker 2 is lost, and both servers (ranks 3 and 4) went on without it.
+TEST_F(JobExitTest, AServerArrivesForALostWorkerOnceHoweverManyServersSawItGo) {
+  const auto statuses = leaveTogether(5, {{0, {}}, {1, {}}, {3, {2}}, {4, {2}}});
+  for (const Status& status : statuses) EXPECT_TRUE(status.isOk()) << status.toString();
+  EXPECT_EQ(counter("barrier/count"), 5);
+  EXPECT_EQ(counter("claim/2"), 2);  // both servers tried; one arrived for it
+  auto gone = transport::bootstrap::getString(*exit_, "gone/2", soon());
+  ASSERT_TRUE(gone.isOk()) << gone.status().toString();
+  EXPECT_EQ(*gone, "lost");
+}
+
+// A worker whose connection broke after its last push, but which itself lives on and finishes:
+// a server already arrived in its place, so it fails rather than count twice.
+TEST_F(JobExitTest, ARankAServerArrivedForFailsSayingTheJobWentOnWithoutIt) {
+  const auto statuses = leaveTogether(3, {{0, {}}, {2, {1}}});
+  for (const Status& status : statuses) EXPECT_TRUE(status.isOk()) << status.toString();
+  StoreView exit = *exit_;
+  const Status late = trainer::leaveJob(exit, 1, 3, {}, soon());
+  EXPECT_EQ(late.code(), StatusCode::kUnavailable) << late.toString();
+  EXPECT_NE(late.message().find("a server finished the job without rank 1"), std::string::npos) << late.toString();
+  EXPECT_EQ(counter("barrier/count"), 3);
+}
+
+// The worker came itself before the server noticed anything: the server's arrival for it counts
+// nothing.
+TEST_F(JobExitTest, AWorkerThatArrivedItselfIsNotCountedAgainByAServer) {
+  StoreView exit = *exit_;
+  std::vector<Status> statuses(3);
+  std::thread worker0([&] {
+    StoreView mine = *exit_;
+    statuses[0] = trainer::leaveJob(mine, 0, 3, {}, soon());
+  });
+  std::thread worker1([&] {
+    StoreView mine = *exit_;
+    statuses[1] = trainer::leaveJob(mine, 1, 3, {}, soon());
+  });
+  // Worker 1's claim first, then the server's for it.
+  while (counter("claim/1") < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  statuses[2] = trainer::leaveJob(exit, 2, 3, std::vector<int>{1}, soon());
+  worker0.join();
+  worker1.join();
+  for (const Status& status : statuses) EXPECT_TRUE(status.isOk()) << status.toString();
+  EXPECT_EQ(counter("barrier/count"), 3);
+  EXPECT_EQ(counter("claim/1"), 2);
+}
+
+TEST_F(JobExitTest, ALostRankOutsideTheJobOrItselfIsRefusedNamingIt) {
+  StoreView exit = *exit_;
+  for (int lost : {-1, 3, 7, 2}) {
+    const Status status = trainer::leaveJob(exit, 2, 3, std::vector<int>{lost}, soon());
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.toString();
+    EXPECT_NE(status.message().find(fmt::format("rank 2 cannot arrive at the exit for rank {} (ranks 0..2)", lost)),
+              std::string::npos)
+        << status.toString();
+  }
+  EXPECT_EQ(counter("barrier/count"), 0);
+}
+
+// Nobody arrives for a rank that is simply absent: the barrier says how far it got.
+TEST_F(JobExitTest, WithoutALostRankAnAbsentRankTimesOutTheBarrierNamingTheCount) {
+  StoreView exit = *exit_;
+  const Status status = trainer::leaveJob(exit, 1, 3, {}, Deadline::after(std::chrono::milliseconds(200)));
+  EXPECT_EQ(status.code(), StatusCode::kTimeout) << status.toString();
+  EXPECT_NE(status.message().find("only 1 of 3 ranks arrived"), std::string::npos) << status.toString();
+}
+
+}  // namespace
+}  // namespace poseidon::testing
