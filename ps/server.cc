@@ -115,6 +115,7 @@ class ServerImpl final : public Server {
 
   std::vector<int> lostWorkers() const override {
     std::vector<int> lost;
+    if (options_.consistency.mode != Consistency::Mode::kAsync) return lost;  // there a loss fails the job
     for (int w = 0; w < job_.workers; ++w) {
       if (workers_[static_cast<size_t>(w)].load() == WorkerState::kFailed) lost.push_back(w);
     }
@@ -685,7 +686,8 @@ void ServerImpl::onWorkerLeaving(int worker, uint32_t lost) {
 }
 
 void ServerImpl::failWorker(int worker, const Status& status, ToWorker notice, uint64_t value) {
-  if (options_.consistency.mode == Consistency::Mode::kAsync) {
+  // Async goes on without a lost worker, not without a lost server: nobody else holds its shard.
+  if (options_.consistency.mode == Consistency::Mode::kAsync && notice == ToWorker::kWorkerFailed) {
     finishWorker(worker, WorkerState::kFailed);
     spdlog::warn("{}; async training goes on without it", status.toString());
     for (uint32_t j = 0; j < chunks_.size(); ++j) {

@@ -207,4 +207,11 @@ Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJo
                     describeClocks(published));
 }
 
+Result<std::vector<uint64_t>> parseClockList(const std::string& key, std::string_view value) {
+  auto clocks = parseClocks(key, std::string(value), value);
+  if (!clocks) return clocks.status();
+  std::sort(clocks->begin(), clocks->end());
+  return clocks;
+}
+
 }  // namespace poseidon::ps

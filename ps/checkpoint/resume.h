@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ps/job.h"
@@ -41,5 +42,10 @@ Status publishWorkerResumeClocks(transport::bootstrap::Store& store, const PsJob
 
 // Every server and every worker must have published (ps::Server and ps::Client do at start).
 Result<uint64_t> agreeResumeClock(transport::bootstrap::Store& store, const PsJob& job, Deadline deadline);
+
+// A comma-separated list of clocks another rank published under `key` ("" for none), sorted;
+// kProtocolError naming the key and the value when an item is not a clock. The BSP workers'
+// agreement on their checkpoints (trainer/api/session.cc) publishes its lists so too.
+Result<std::vector<uint64_t>> parseClockList(const std::string& key, std::string_view value);
 
 }  // namespace poseidon::ps

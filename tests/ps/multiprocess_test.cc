@@ -164,6 +164,29 @@ TEST_P(PsMultiprocess, WorkerKilledUnderAsyncTheOthersGoOn) {
   EXPECT_FALSE(sameBits(readParams(dir.path() + "/params-async-0"), initial));
 }
 
+// Async goes on without a worker, not without a server: nobody else holds its shard. The workers
+// fail at once and tell the other server, which fails too, naming the lost one (before, it went
+// on "without" every worker and ended as if the job had finished).
+TEST_P(PsMultiprocess, ServerKilledUnderAsyncFailsTheJobNamingIt) {
+  TempDir dir;
+  JobSpec job = spec();
+  job.workers = 2;
+  job.servers = 2;
+  job.clocks = 1'000'000;
+  job.consistency = "async";
+  job.clock_delay_ms = 1;
+  auto ranks = launchJob(PS_PEER_BINARY, job, dir.path(), "async-server");
+  std::this_thread::sleep_for(3s);  // past start-up, in the clock loop
+  ranks[3]->stop(SIGKILL);          // server 1
+  for (int r : {0, 1, 2}) {
+    EXPECT_EQ(waitExit(*ranks[static_cast<size_t>(r)], 30s), 1)
+        << "rank " << r << "\n"
+        << read_file(dir.path() + "/log-async-server-" + std::to_string(r));
+  }
+  const std::string server0 = read_file(dir.path() + "/log-async-server-2");
+  EXPECT_NE(server0.find("the job failed at server 1 (rank 3)"), std::string::npos) << server0;
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, PsMultiprocess, ::testing::Values("tcp", "verbs"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) { return param_info.param; });
 

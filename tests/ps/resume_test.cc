@@ -183,6 +183,24 @@ TEST(ResumeClock, AnEmptyClockInTheListIsNamed) {
   }
 }
 
+// The BSP workers' checkpoint lists (trainer/api/session.cc) go through the same parser: sorted,
+// empty for none, and a bad item named with the key.
+TEST(ClockList, ParsesSortedAndNamesABadItemWithItsKey) {
+  auto clocks = ps::parseClockList("job/resume/1", "9,3,6");
+  ASSERT_TRUE(clocks) << clocks.status().toString();
+  EXPECT_EQ(*clocks, (std::vector<uint64_t>{3, 6, 9}));
+  clocks = ps::parseClockList("job/resume/1", "");
+  ASSERT_TRUE(clocks) << clocks.status().toString();
+  EXPECT_TRUE(clocks->empty());
+  for (const std::string value : {"3,x", "3,,6", "-1", "3 ,6", "99999999999999999999999"}) {
+    clocks = ps::parseClockList("job/resume/1", value);
+    ASSERT_FALSE(clocks) << value;
+    EXPECT_EQ(clocks.status().code(), StatusCode::kProtocolError) << value;
+    EXPECT_NE(clocks.status().message().find("store key job/resume/1 holds '" + value + "'"), std::string::npos)
+        << clocks.status().message();
+  }
+}
+
 TEST(ResumeClock, AValueOfAnotherShapeIsNamed) {
   auto clock = agreeOnValue("12,13");
   ASSERT_FALSE(clock);

@@ -57,6 +57,7 @@ class Trainer {
   ProgressLine progress_;
   std::optional<RunOutputs> outputs_;
   Clock::time_point start_{};
+  std::filesystem::file_time_type files_since_{};  // older timeline files are an earlier run's
   double eval_seconds_ = 0;
   uint64_t first_iteration_ = 0;
   EpochResult last_;
@@ -143,6 +144,7 @@ Status Trainer::run() {
   setHooks();
   first_iteration_ = session_.iteration();
   start_ = Clock::now();
+  files_since_ = std::filesystem::file_time_type::clock::now();
   const auto more = [&](Position at) {
     return at.epoch < c_.epochs && (c_.max_steps == 0 || session_.iteration() < c_.max_steps);
   };
@@ -180,25 +182,26 @@ Status Trainer::run() {
   return Status::ok();
 }
 
-// The workers' timelines as one file, of those whose file is here: workers on other hosts keep
-// theirs there, and an async job may have gone on without a lost worker.
+// The workers' timelines as one file, of those this run wrote here: workers on other hosts keep
+// theirs there, and an async job may have gone on without a lost worker (whose file, if any, is
+// an earlier run's).
 void Trainer::mergeTimelines() {
   std::vector<std::string> files;
-  std::vector<int> absent;
+  std::vector<std::string> left_out;
   for (int w = 0; w < c_.workers; ++w) {
     std::string file = outPath(c_, fmt::format("timeline-worker{}.json", w));
     std::error_code error;
-    if (std::filesystem::exists(file, error)) {
-      files.push_back(std::move(file));
+    const auto written = std::filesystem::last_write_time(file, error);
+    if (error) {
+      left_out.push_back(fmt::format("worker {} ({})", w, error.message()));
+    } else if (written < files_since_) {
+      left_out.push_back(fmt::format("worker {} (its file is older than this run)", w));
     } else {
-      absent.push_back(w);
+      files.push_back(std::move(file));
     }
   }
-  if (!absent.empty()) {
-    progress_.print(
-        fmt::format("timeline.json leaves out workers {}: no timeline-worker<N>.json of theirs in {} "
-                    "(on another host, or lost)",
-                    fmt::join(absent, ", "), c_.out_dir));
+  if (!left_out.empty()) {
+    progress_.print(fmt::format("timeline.json leaves out {}: on another host, or lost", fmt::join(left_out, ", ")));
   }
   if (Status merged = trainer::timeline::mergeChromeTraceFiles(files, outPath(c_, "timeline.json")); !merged) {
     progress_.print(fmt::format("timeline.json not written: {}", merged.toString()));

@@ -1,11 +1,17 @@
-// The job's exit: every rank's last call, a barrier of every rank after which worker 0 (which
-// serves the store) waits until each has seen it, so its store outlives everyone's last request.
+// The job's exit: every rank's last call. Every rank waits until each has arrived, then worker 0
+// (which serves the store) waits until each has said its last word, so its store outlives
+// everyone's last request.
 //
 // Under async the PS servers go on without a worker whose connection broke (ps/server.h), and
 // that worker never reaches the exit. A server that finished without it arrives in its place, so
-// the others' finish() completes rather than waiting for it until the deadline. Each rank's
-// arrival is claimed once ("claim/<rank>"): by the rank itself or by one server for it,
-// whichever comes first, so the barrier counts every rank once however many servers saw it go.
+// the others' finish() completes rather than waiting for it until the deadline. A rank's arrival
+// is its key "arrived/<rank>", an add() whose first caller is the one that arrived: the rank
+// itself, or one server for it, however many servers saw it go. So arriving is one request,
+// and a rank that crashes right after it has still arrived.
+//
+// Worker 0 is never arrived for: it serves the store, so without it nobody can end the job. A
+// worker that a server took for lost but that lives on (its connection broke after its last
+// goodbye) finds its arrival taken and fails, saying so; the others end the job without it.
 #pragma once
 
 #include <span>
@@ -17,8 +23,7 @@
 namespace poseidon::trainer {
 
 // `exit`: the job's exit key space; `size`: every rank of the job; `lost_ranks`: the ranks this
-// rank arrives for (a server's workers left out; empty otherwise). A rank a server already
-// arrived for fails, saying so: the job went on without it.
+// rank arrives for (a server's workers left out; empty otherwise; rank 0 is skipped).
 Status leaveJob(transport::bootstrap::StoreView& exit, int rank, int size, std::span<const int> lost_ranks,
                 Deadline deadline);
 

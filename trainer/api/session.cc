@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 
 #include "adam/adam_server.h"
 #include "model/spec.h"
+#include "ps/checkpoint/resume.h"
 #include "trainer/api/job_connection.h"
 #include "trainer/api/merge_agreement.h"
 #include "trainer/api/training_setup.h"
@@ -217,8 +219,17 @@ Status SessionImpl::startServerOptimized(Deadline deadline) {
   // clock every server and every worker has (ps/checkpoint/resume.h).
   const ServerCheckpointOptions& checkpoints = options_.server_checkpoints;
   std::optional<std::vector<uint64_t>> resumable;
-  if (checkpoints.resume) resumable = listWorkerCheckpoints(checkpoints.dir, static_cast<uint32_t>(rank()));
+  Status unreadable;  // this worker still takes part in the agreement (holding none), then says why
+  if (checkpoints.resume) {
+    auto listed = readWorkerCheckpointList(checkpoints.dir, static_cast<uint32_t>(rank()));
+    if (!listed) unreadable = listed.status();
+    resumable = listed ? std::move(*listed) : std::vector<uint64_t>{};
+  }
   auto sync = startServerOptimizedSync(*job_, units_.unitModel(), options_, resumable, deadline);
+  if (!sync && !unreadable.isOk()) {
+    return makeStatus(sync.status().code(), "{}: {} (this worker held none: {})", describe(), sync.status().message(),
+                      unreadable.message());
+  }
   if (!sync) return sync.status().withContext(describe());
   ServerOptimizedSync& started = **sync;
   server_optimized_ = sync->get();
@@ -438,21 +449,27 @@ Status SessionImpl::saveWorkerState(const std::string& dir, std::span<const uint
 Result<uint64_t> SessionImpl::commonCheckpoint(const std::string& dir) {
   // Every worker names the checkpoints it has; all go on from the newest they all have (a crash
   // while they wrote one leaves some with it and some without).
-  const std::vector<uint64_t> mine = listWorkerCheckpoints(dir, static_cast<uint32_t>(rank()));
+  auto readable = readWorkerCheckpointList(dir, static_cast<uint32_t>(rank()));
+  // Unreadable: this worker still publishes (holding none), so the others fail with it, not at a deadline.
+  const std::vector<uint64_t> mine = readable ? *readable : std::vector<uint64_t>{};
   std::string listed;
   for (uint64_t i : mine) listed += fmt::format("{}{}", listed.empty() ? "" : ",", i);
   transport::bootstrap::StoreView resume = job_->view().child("resume");
   POSEIDON_RETURN_IF_ERROR(transport::bootstrap::setString(resume, std::to_string(rank()), listed));
-  std::vector<uint64_t> common = mine;
+  std::vector<uint64_t> common = mine;  // sorted, as every list
   for (int w = 0; w < options_.layout.workers; ++w) {
-    auto theirs = transport::bootstrap::getString(resume, std::to_string(w), startupDeadline());
+    auto text = transport::bootstrap::getString(resume, std::to_string(w), startupDeadline());
+    if (!text) return text.status();
+    auto theirs = ps::parseClockList(resume.key(std::to_string(w)), *text);
     if (!theirs) return theirs.status();
-    std::erase_if(common,
-                  [&](uint64_t i) { return (',' + *theirs + ',').find(fmt::format(",{},", i)) == std::string::npos; });
+    std::vector<uint64_t> both;
+    std::set_intersection(common.begin(), common.end(), theirs->begin(), theirs->end(), std::back_inserter(both));
+    common = std::move(both);
   }
   if (common.empty()) {
     return makeStatus(StatusCode::kInvalidArgument,
-                      "no checkpoint in {} that every worker has (this worker has iterations [{}])", dir, listed);
+                      "no checkpoint in {} that every worker has (this worker has iterations [{}]{})", dir, listed,
+                      readable ? "" : ": " + readable.status().toString());
   }
   return common.back();
 }

@@ -72,11 +72,16 @@ std::string workerCheckpointPath(const std::string& dir, uint32_t rank, uint64_t
   return fmt::format("{}/worker-{}-{}.ckpt", dir, rank, iteration);
 }
 
-std::vector<uint64_t> listWorkerCheckpoints(const std::string& dir, uint32_t rank) {
+Result<std::vector<uint64_t>> readWorkerCheckpointList(const std::string& dir, uint32_t rank) {
   std::vector<uint64_t> found;
   std::error_code error;
+  std::filesystem::directory_iterator entries(dir, error);
+  if (error == std::errc::no_such_file_or_directory) return found;
+  if (error) {
+    return makeStatus(StatusCode::kIoError, "cannot read the checkpoint directory '{}': {}", dir, error.message());
+  }
   const std::string prefix = fmt::format("worker-{}-", rank);
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+  for (const auto& entry : entries) {
     const std::string name = entry.path().filename().string();
     if (!name.starts_with(prefix) || !name.ends_with(".ckpt")) continue;  // temporaries end in .tmp.<pid>
     const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - 5);
@@ -85,6 +90,11 @@ std::vector<uint64_t> listWorkerCheckpoints(const std::string& dir, uint32_t ran
   }
   std::sort(found.begin(), found.end());
   return found;
+}
+
+std::vector<uint64_t> listWorkerCheckpoints(const std::string& dir, uint32_t rank) {
+  auto found = readWorkerCheckpointList(dir, rank);
+  return found ? std::move(*found) : std::vector<uint64_t>{};
 }
 
 Status writeWorkerCheckpoint(const std::string& dir, const WorkerCheckpointIdentity& id, uint64_t iteration,

@@ -39,7 +39,10 @@ struct LayerState {
 };
 
 std::string workerCheckpointPath(const std::string& dir, uint32_t rank, uint64_t iteration);
-// The iterations of this rank's complete checkpoints in `dir`, ascending (none when it is missing).
+// The iterations of this rank's complete checkpoints in `dir`, ascending (none when it is
+// missing); kIoError naming the directory and the cause when it cannot be read.
+Result<std::vector<uint64_t>> readWorkerCheckpointList(const std::string& dir, uint32_t rank);
+// The same, best effort (pruning): none when it cannot be read.
 std::vector<uint64_t> listWorkerCheckpoints(const std::string& dir, uint32_t rank);
 
 // `dir` as one path whatever way it is spelt ("ckpt", "./ckpt/", "/work/ckpt"), and whether it

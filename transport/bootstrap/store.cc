@@ -29,27 +29,11 @@ void appendEscaped(std::string& out, const char* data, size_t size) {
 
 Status barrier(Store& store, const std::string& name, int size, Deadline deadline) {
   const std::string what = fmt::format("barrier {} of size {}", describeKey(name), size);
-  Result<bool> last = arriveAtBarrier(store, name, size);
-  if (!last) return last.status();
-  if (*last) return Status::ok();
-
-  Result<std::vector<uint8_t>> done = store.get(name + "/done", deadline);
-  if (done) return Status::ok();
-  if (done.status().code() == StatusCode::kTimeout) {
-    // Say how far the barrier got: that tells which ranks never came.
-    Result<int64_t> now = store.add(name + "/count", 0);
-    if (now) {
-      return makeStatus(StatusCode::kTimeout, "{}: only {} of {} ranks arrived before the deadline ({})", what, *now,
-                        size, done.status().message());
-    }
-  }
-  return done.status().withContext(what);
-}
-
-Result<bool> arriveAtBarrier(Store& store, const std::string& name, int size) {
-  const std::string what = fmt::format("barrier {} of size {}", describeKey(name), size);
   if (size < 1) return makeStatus(StatusCode::kInvalidArgument, "{}: size must be >= 1", what);
-  Result<int64_t> arrived = store.add(name + "/count", 1);
+  const std::string count_key = name + "/count";
+  const std::string done_key = name + "/done";
+
+  Result<int64_t> arrived = store.add(count_key, 1);
   if (!arrived) return arrived.status().withContext(what);
   if (*arrived > size) {
     return makeStatus(StatusCode::kInvalidArgument,
@@ -57,9 +41,19 @@ Result<bool> arriveAtBarrier(Store& store, const std::string& name, int size) {
                       "disagree on the size)",
                       what, *arrived, size);
   }
-  if (*arrived < size) return false;
-  POSEIDON_RETURN_IF_ERROR(store.set(name + "/done", {'1'}).withContext(what));
-  return true;
+  if (*arrived == size) return store.set(done_key, {'1'}).withContext(what);
+
+  Result<std::vector<uint8_t>> done = store.get(done_key, deadline);
+  if (done) return Status::ok();
+  if (done.status().code() == StatusCode::kTimeout) {
+    // Say how far the barrier got: that tells which ranks never came.
+    Result<int64_t> now = store.add(count_key, 0);
+    if (now) {
+      return makeStatus(StatusCode::kTimeout, "{}: only {} of {} ranks arrived before the deadline ({})", what, *now,
+                        size, done.status().message());
+    }
+  }
+  return done.status().withContext(what);
 }
 
 Status setString(Store& store, const std::string& key, const std::string& value) {

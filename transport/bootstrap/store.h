@@ -39,9 +39,6 @@ class Store {
 // rank adds 1 to "<name>/count"; the one that brings it to size sets "<name>/done", which the
 // others get(). A name is good for one barrier: use a fresh name (e.g. with a counter) each time.
 Status barrier(Store& store, const std::string& name, int size, Deadline deadline);
-// One arrival at that barrier without waiting for the others (a rank arriving for another that
-// cannot: trainer/api/job_exit.h). True when it was the last, and "<name>/done" is set.
-Result<bool> arriveAtBarrier(Store& store, const std::string& name, int size);
 
 Status setString(Store& store, const std::string& key, const std::string& value);
 Result<std::string> getString(Store& store, const std::string& key, Deadline deadline);

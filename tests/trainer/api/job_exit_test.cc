@@ -1,6 +1,6 @@
-// The job's exit barrier (trainer/api/job_exit.h) over a FileStore: a server arrives for the
-// workers async went on without, once however many servers saw them go, and a rank that was
-// taken for lost but comes after all fails saying so.
+// The job's exit (trainer/api/job_exit.h) over a FileStore: a server arrives for the workers
+// async went on without, once however many servers saw them go, never for worker 0; a rank that
+// was taken for lost but comes after all fails saying so; an absent rank is named at the deadline.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -60,29 +60,28 @@ class JobExitTest : public ::testing::Test {
 TEST_F(JobExitTest, AServerArrivesForALostWorkerOnceHoweverManyServersSawItGo) {
   const auto statuses = leaveTogether(5, {{0, {}}, {1, {}}, {3, {2}}, {4, {2}}});
   for (const Status& status : statuses) EXPECT_TRUE(status.isOk()) << status.toString();
-  EXPECT_EQ(counter("barrier/count"), 5);
-  EXPECT_EQ(counter("claim/2"), 2);  // both servers tried; one arrived for it
+  EXPECT_EQ(counter("arrived/2"), 2);  // both servers tried; the first arrived for it
+  for (int rank : {0, 1, 3, 4}) EXPECT_EQ(counter(fmt::format("arrived/{}", rank)), 1) << rank;
   auto gone = transport::bootstrap::getString(*exit_, "gone/2", soon());
   ASSERT_TRUE(gone.isOk()) << gone.status().toString();
   EXPECT_EQ(*gone, "lost");
 }
 
-// A worker whose connection broke after its last push, but which itself lives on and finishes:
-// a server already arrived in its place, so it fails rather than count twice.
+// A worker whose connection broke after its last goodbye, but which lives on and comes to the exit
+// after a server arrived in its place: it fails rather than arrive twice.
 TEST_F(JobExitTest, ARankAServerArrivedForFailsSayingTheJobWentOnWithoutIt) {
   const auto statuses = leaveTogether(3, {{0, {}}, {2, {1}}});
   for (const Status& status : statuses) EXPECT_TRUE(status.isOk()) << status.toString();
   StoreView exit = *exit_;
   const Status late = trainer::leaveJob(exit, 1, 3, {}, soon());
   EXPECT_EQ(late.code(), StatusCode::kUnavailable) << late.toString();
-  EXPECT_NE(late.message().find("a server finished the job without rank 1"), std::string::npos) << late.toString();
-  EXPECT_EQ(counter("barrier/count"), 3);
+  EXPECT_NE(late.message().find("a server ended the job without rank 1"), std::string::npos) << late.toString();
+  EXPECT_EQ(counter("arrived/1"), 2);
 }
 
-// The worker came itself before the server noticed anything: the server's arrival for it counts
-// nothing.
-TEST_F(JobExitTest, AWorkerThatArrivedItselfIsNotCountedAgainByAServer) {
-  StoreView exit = *exit_;
+// The other order: the worker came itself before the server looked, and the server's arrival for
+// it counts nothing.
+TEST_F(JobExitTest, AWorkerThatArrivedItselfIsNotArrivedForAgain) {
   std::vector<Status> statuses(3);
   std::thread worker0([&] {
     StoreView mine = *exit_;
@@ -92,34 +91,45 @@ TEST_F(JobExitTest, AWorkerThatArrivedItselfIsNotCountedAgainByAServer) {
     StoreView mine = *exit_;
     statuses[1] = trainer::leaveJob(mine, 1, 3, {}, soon());
   });
-  // Worker 1's claim first, then the server's for it.
-  while (counter("claim/1") < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (counter("arrived/1") < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  StoreView exit = *exit_;
   statuses[2] = trainer::leaveJob(exit, 2, 3, std::vector<int>{1}, soon());
   worker0.join();
   worker1.join();
   for (const Status& status : statuses) EXPECT_TRUE(status.isOk()) << status.toString();
-  EXPECT_EQ(counter("barrier/count"), 3);
-  EXPECT_EQ(counter("claim/1"), 2);
+  EXPECT_EQ(counter("arrived/1"), 2);
+  auto gone = transport::bootstrap::getString(*exit_, "gone/1", soon());
+  ASSERT_TRUE(gone.isOk()) << gone.status().toString();
+  EXPECT_EQ(*gone, "1");  // its own last word
 }
 
+// Worker 0 serves the store: a server that saw it go does not end the job in its place.
+TEST_F(JobExitTest, WorkerZeroIsNeverArrivedFor) {
+  const auto statuses = leaveTogether(3, {{0, {}}, {1, {}}, {2, {0}}});
+  for (const Status& status : statuses) EXPECT_TRUE(status.isOk()) << status.toString();
+  EXPECT_EQ(counter("arrived/0"), 1);  // worker 0's own arrival alone
+}
+
+// Every lost rank is checked before any is arrived for.
 TEST_F(JobExitTest, ALostRankOutsideTheJobOrItselfIsRefusedNamingIt) {
   StoreView exit = *exit_;
   for (int lost : {-1, 3, 7, 2}) {
-    const Status status = trainer::leaveJob(exit, 2, 3, std::vector<int>{lost}, soon());
+    const Status status = trainer::leaveJob(exit, 2, 3, std::vector<int>{1, lost}, soon());
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.toString();
     EXPECT_NE(status.message().find(fmt::format("rank 2 cannot arrive at the exit for rank {} (ranks 0..2)", lost)),
               std::string::npos)
         << status.toString();
   }
-  EXPECT_EQ(counter("barrier/count"), 0);
+  EXPECT_EQ(counter("arrived/1"), 0);
+  EXPECT_EQ(counter("arrived/2"), 0);
 }
 
-// Nobody arrives for a rank that is simply absent: the barrier says how far it got.
-TEST_F(JobExitTest, WithoutALostRankAnAbsentRankTimesOutTheBarrierNamingTheCount) {
+// Nobody arrives for a rank that is simply absent: the wait names it.
+TEST_F(JobExitTest, WithoutALostRankAnAbsentRankTimesOutTheExitNamingIt) {
   StoreView exit = *exit_;
   const Status status = trainer::leaveJob(exit, 1, 3, {}, Deadline::after(std::chrono::milliseconds(200)));
   EXPECT_EQ(status.code(), StatusCode::kTimeout) << status.toString();
-  EXPECT_NE(status.message().find("only 1 of 3 ranks arrived"), std::string::npos) << status.toString();
+  EXPECT_NE(status.message().find("rank 1 waits at the exit for rank 0"), std::string::npos) << status.toString();
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <span>
 #include <string>
 #include <string_view>
@@ -355,6 +356,44 @@ TEST(SessionServerCheckpoints, AnAsyncServerGoesOnCheckpointingWhenALostWorkerMa
   EXPECT_TRUE(statuses[kWorkers].isOk()) << statuses[kWorkers].toString();
   EXPECT_EQ(statuses[1].code(), StatusCode::kUnavailable) << statuses[1].toString();
   EXPECT_GE(newestServerClock(checkpoints), 10u) << "the server stopped checkpointing after the loss";
+}
+
+// A worker that cannot read its checkpoint directory on resume still takes part in the agreement
+// (holding none), so every rank fails at once rather than wait for it, and it names the cause.
+TEST(SessionServerCheckpoints, AWorkerThatCannotReadItsDirectoryFailsTheResumeNamingTheCause) {
+  TempDir dir;
+  const std::string checkpoints = dir.path() + "/ckpt";
+  auto statuses = runSessionJob(sspJob(checkpoints, 3, false), [&](trainer::Session& session, int w) -> Status {
+    Worker worker(1.0f);
+    POSEIDON_RETURN_IF_ERROR(worker.add(session));
+    POSEIDON_RETURN_IF_ERROR(session.start());
+    for (int i = 0; i < 3; ++i) POSEIDON_RETURN_IF_ERROR(worker.iterate(session, w));
+    POSEIDON_RETURN_IF_ERROR(session.saveCheckpoint(checkpoints, extraOf(w, 3)));
+    return session.finish();
+  });
+  ASSERT_EQ(failures(statuses), "");
+  // Worker 1's "directory" is a file: reading it fails (as root, a permission would not).
+  const std::string not_a_directory = dir.path() + "/a-file";
+  { std::ofstream(not_a_directory) << "x"; }
+  statuses = runSessionJob(
+      sspJob(checkpoints, 3, true),
+      [&](trainer::Session& session, int) -> Status {
+        Worker worker(1.0f);
+        POSEIDON_RETURN_IF_ERROR(worker.add(session));
+        POSEIDON_RETURN_IF_ERROR(session.start());
+        return session.finish();
+      },
+      [&](int rank, trainer::SessionOptions& mine) {
+        if (rank == 1) mine.server_checkpoints.dir = not_a_directory;
+      });
+  for (size_t rank = 0; rank < statuses.size(); ++rank) {
+    EXPECT_FALSE(statuses[rank].isOk()) << "rank " << rank;
+    EXPECT_NE(statuses[rank].message().find("worker 1 from none"), std::string::npos) << statuses[rank].toString();
+  }
+  EXPECT_NE(statuses[1].message().find(
+                fmt::format("this worker held none: cannot read the checkpoint directory '{}'", not_a_directory)),
+            std::string::npos)
+      << statuses[1].toString();
 }
 
 // Files at or below the floor (the clock every server has written) go but the newest `keep`.
