@@ -145,6 +145,27 @@ TEST(TrainMultiprocess, CheckpointOptionsGoToTheServersUnderSspAndAsync) {
   }
 }
 
+// Stale gradients add momentum: without --optimizer, SSP with a bound and async take the lower
+// rate (tools/train/train_options.h says what collapsed at the other); BSP and SSP(0) keep it;
+// an --optimizer given is taken as it is.
+TEST(TrainMultiprocess, TheDefaultRateIsLowerWhereGradientsAreStale) {
+  const auto rate = [](std::vector<std::string> argv) {
+    tools::TrainCommandLine c;
+    CLI::App app;
+    tools::addTrainOptions(app, c);
+    std::reverse(argv.begin(), argv.end());  // CLI11 takes them last first
+    app.parse(argv);
+    const std::string error = tools::checkTrainOptions(c, nullptr);
+    EXPECT_EQ(error, "");
+    return c.optimizer.lr.base_lr;
+  };
+  EXPECT_EQ(rate({"--consistency", "bsp"}), 0.05);
+  EXPECT_EQ(rate({"--consistency", "ssp:0", "--hybcomm", "ps"}), 0.05);
+  EXPECT_EQ(rate({"--consistency", "ssp:2", "--hybcomm", "ps"}), 0.02);
+  EXPECT_EQ(rate({"--consistency", "async", "--hybcomm", "ps"}), 0.02);
+  EXPECT_EQ(rate({"--consistency", "async", "--hybcomm", "ps", "--optimizer", "sgd:lr=0.1"}), 0.1);
+}
+
 TEST(TrainMultiprocess, BadInputExitsTwoNamingTheValue) {
   // An earlier run's checkpoint of worker 1 (only its name is read before the run).
   TempDir earlier;

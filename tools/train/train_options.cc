@@ -74,8 +74,9 @@ void addTrainOptions(CLI::App& app, TrainCommandLine& c) {
   app.add_option("--epochs", c.epochs, "Passes over the training set (default 3)")->type_name("N");
   app.add_option("--optimizer", c.optimizer_spec,
                  fmt::format("Every worker's step on the mean gradient (kernels/optimizer_config.h; default {} with "
-                             "max_steps = the run's steps)",
-                             kDefaultTrainOptimizer))
+                             "max_steps = the run's steps; under ssp:<s> with s > 0 and async, where stale gradients "
+                             "add momentum, {})",
+                             kDefaultTrainOptimizer, kDefaultStaleTrainOptimizer))
       ->type_name("SPEC");
   app.add_option("--hybcomm", c.hybcomm,
                  "How each layer is synchronised: closed (the papers' closed form, default), adaptive (measured), or "
@@ -148,9 +149,15 @@ std::string checkTrainOptions(TrainCommandLine& c, const char* environment_secre
     return fmt::format("--workers {} x --batch {} = {} images per step: expected at most the {} training images",
                        c.workers, c.batch, c.globalBatch(), trainer::data::kFashionMnistTrainCount);
   }
+  auto consistency = ps::parseConsistency(c.consistency_spec);
+  if (!consistency) return fmt::format("--consistency '{}': {}", c.consistency_spec, consistency.status().message());
+  c.consistency = *consistency;
   if (c.optimizer_spec.empty()) {
     const uint64_t steps_per_epoch = trainer::data::kFashionMnistTrainCount / std::max<uint64_t>(c.globalBatch(), 1);
-    c.optimizer_spec = fmt::format("{},max_steps={}", kDefaultTrainOptimizer, c.epochs * steps_per_epoch);
+    const bool stale = c.consistency.mode == ps::Consistency::Mode::kAsync ||
+                       (c.consistency.mode == ps::Consistency::Mode::kSsp && c.consistency.staleness > 0);
+    c.optimizer_spec = fmt::format("{},max_steps={}", stale ? kDefaultStaleTrainOptimizer : kDefaultTrainOptimizer,
+                                   c.epochs * steps_per_epoch);
   }
   auto optimizer = kernels::parseOptimizer(c.optimizer_spec);
   if (!optimizer) return fmt::format("--optimizer '{}': {}", c.optimizer_spec, optimizer.status().message());
@@ -160,9 +167,6 @@ std::string checkTrainOptions(TrainCommandLine& c, const char* environment_secre
   }
   c.optimizer = *optimizer;
   c.hybcomm_options = hybcommOptions(c);
-  auto consistency = ps::parseConsistency(c.consistency_spec);
-  if (!consistency) return fmt::format("--consistency '{}': {}", c.consistency_spec, consistency.status().message());
-  c.consistency = *consistency;
   auto merge = trainer::parseMergeMode(c.merge);
   if (!merge) return fmt::format("--merge: {}", merge.status().message());
   c.merge_options = std::move(*merge);
