@@ -107,6 +107,9 @@ class ServerImpl final : public Server {
                         fmt::join(left, ", "), waitingPullsText());
     }
     if (!failure_.isOk()) return failure_;
+    if (!first_async_loss_.isOk() && lostWorkers().size() == static_cast<size_t>(job_.workers)) {
+      return first_async_loss_.withContext("every worker left without finishing; the first");
+    }
     if (checkpointer_) return checkpointer_->flush();
     return Status::ok();
   }
@@ -206,6 +209,7 @@ class ServerImpl final : public Server {
   std::condition_variable done_cv_;
   int running_workers_ = 0;
   Status failure_;
+  Status first_async_loss_;  // async: why the first worker it went on without left
 
   // Parameter writes to the workers that announced priority, nearest the input first.
   std::unique_ptr<ParamSendQueue> send_queue_;
@@ -686,8 +690,14 @@ void ServerImpl::onWorkerLeaving(int worker, uint32_t lost) {
 }
 
 void ServerImpl::failWorker(int worker, const Status& status, ToWorker notice, uint64_t value) {
-  // Async goes on without a lost worker, not without a lost server: nobody else holds its shard.
-  if (options_.consistency.mode == Consistency::Mode::kAsync && notice == ToWorker::kWorkerFailed) {
+  // Async goes on without the worker, whether it was lost or lost a server: one broken link to
+  // another server looks the same from here as that server's death. Only when every worker left
+  // so does the job fail (waitUntilDone), naming the first to go.
+  if (options_.consistency.mode == Consistency::Mode::kAsync) {
+    {
+      std::lock_guard lock(done_mutex_);
+      if (first_async_loss_.isOk()) first_async_loss_ = status;
+    }
     finishWorker(worker, WorkerState::kFailed);
     spdlog::warn("{}; async training goes on without it", status.toString());
     for (uint32_t j = 0; j < chunks_.size(); ++j) {

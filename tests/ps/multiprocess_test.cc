@@ -164,9 +164,9 @@ TEST_P(PsMultiprocess, WorkerKilledUnderAsyncTheOthersGoOn) {
   EXPECT_FALSE(sameBits(readParams(dir.path() + "/params-async-0"), initial));
 }
 
-// Async goes on without a worker, not without a server: nobody else holds its shard. The workers
-// fail at once and tell the other server, which fails too, naming the lost one (before, it went
-// on "without" every worker and ended as if the job had finished).
+// Async goes on without a worker, but a dead server takes every worker with it: they fail at once
+// and tell the other server why, which then fails too, naming the dead one (before, it went on
+// "without" every worker and ended as if the job had finished).
 TEST_P(PsMultiprocess, ServerKilledUnderAsyncFailsTheJobNamingIt) {
   TempDir dir;
   JobSpec job = spec();
@@ -176,14 +176,23 @@ TEST_P(PsMultiprocess, ServerKilledUnderAsyncFailsTheJobNamingIt) {
   job.consistency = "async";
   job.clock_delay_ms = 1;
   auto ranks = launchJob(PS_PEER_BINARY, job, dir.path(), "async-server");
-  std::this_thread::sleep_for(3s);  // past start-up, in the clock loop
-  ranks[3]->stop(SIGKILL);          // server 1
+  // Past start-up, in the clock loop: a server lost while the job forms fails it another way.
+  for (int w : {0, 1}) {
+    const std::string log = dir.path() + "/log-async-server-" + std::to_string(w);
+    const auto give_up = std::chrono::steady_clock::now() + 60s;
+    while (read_file(log).find("starts at clock") == std::string::npos && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_NE(read_file(log).find("starts at clock"), std::string::npos) << read_file(log);
+  }
+  ranks[3]->stop(SIGKILL);  // server 1
   for (int r : {0, 1, 2}) {
     EXPECT_EQ(waitExit(*ranks[static_cast<size_t>(r)], 30s), 1)
         << "rank " << r << "\n"
         << read_file(dir.path() + "/log-async-server-" + std::to_string(r));
   }
   const std::string server0 = read_file(dir.path() + "/log-async-server-2");
+  EXPECT_NE(server0.find("every worker left without finishing; the first"), std::string::npos) << server0;
   EXPECT_NE(server0.find("the job failed at server 1 (rank 3)"), std::string::npos) << server0;
 }
 

@@ -36,8 +36,8 @@ struct TrainCommandLine {
   int adam_servers = 0;
   uint32_t batch = 16;  // K per worker
   uint32_t epochs = 3;
-  std::string
-      optimizer_spec;  // empty: kDefaultTrainOptimizer (stale: kDefaultStaleTrainOptimizer) over the run's steps
+  // Empty: kDefaultTrainOptimizer (stale gradients: kDefaultStaleTrainOptimizer) over the run's steps.
+  std::string optimizer_spec;
   std::string hybcomm = "closed";
   std::string merge = "off";             // MG-WFBP: off, planned (profiled here, probed at start-up), fixed:<groups>
   std::string consistency_spec = "bsp";  // ps::parseConsistency's spelling

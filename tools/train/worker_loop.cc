@@ -201,7 +201,10 @@ void Trainer::mergeTimelines() {
     }
   }
   if (!left_out.empty()) {
-    progress_.print(fmt::format("timeline.json leaves out {}: on another host, or lost", fmt::join(left_out, ", ")));
+    progress_.print(
+        fmt::format("timeline.json leaves out {}: no timeline-worker<N>.json of this run in {} (on "
+                    "another host, or lost)",
+                    fmt::join(left_out, ", "), c_.out_dir));
   }
   if (Status merged = trainer::timeline::mergeChromeTraceFiles(files, outPath(c_, "timeline.json")); !merged) {
     progress_.print(fmt::format("timeline.json not written: {}", merged.toString()));

@@ -58,7 +58,9 @@ Status leaveJob(transport::bootstrap::StoreView& exit, int rank, int size, std::
   // nobody talks to its store any more.
   if (rank != 0) return transport::bootstrap::setString(exit, goneKey(rank), kGoneItself);
   for (int r = 1; r < size; ++r) {
-    POSEIDON_RETURN_IF_ERROR(transport::bootstrap::getString(exit, goneKey(r), deadline).status());
+    POSEIDON_RETURN_IF_ERROR(transport::bootstrap::getString(exit, goneKey(r), deadline)
+                                 .status()
+                                 .withContext(fmt::format("worker 0 waits at the exit for rank {}'s last word", r)));
   }
   return Status::ok();
 }

@@ -6,12 +6,15 @@
 // that worker never reaches the exit. A server that finished without it arrives in its place, so
 // the others' finish() completes rather than waiting for it until the deadline. A rank's arrival
 // is its key "arrived/<rank>", an add() whose first caller is the one that arrived: the rank
-// itself, or one server for it, however many servers saw it go. So arriving is one request,
-// and a rank that crashes right after it has still arrived.
+// itself, or one server for it, however many servers saw it go. So arriving is one request: a
+// rank that crashes right after it has still arrived, though worker 0 then waits for its last
+// word until the deadline. Never read "arrived/<rank>" with add(key, 0): that creates the key,
+// which is an arrival.
 //
 // Worker 0 is never arrived for: it serves the store, so without it nobody can end the job. A
-// worker that a server took for lost but that lives on (its connection broke after its last
-// goodbye) finds its arrival taken and fails, saying so; the others end the job without it.
+// worker that a server took for lost but that lives on (its connection broke before the server
+// read its goodbye) finds its arrival taken and fails, saying so; the others end the job without
+// it.
 #pragma once
 
 #include <span>

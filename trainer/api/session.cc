@@ -6,15 +6,14 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <iterator>
 
 #include "adam/adam_server.h"
 #include "model/spec.h"
-#include "ps/checkpoint/resume.h"
 #include "trainer/api/job_connection.h"
 #include "trainer/api/merge_agreement.h"
 #include "trainer/api/training_setup.h"
 #include "trainer/api/worker_checkpoint.h"
+#include "trainer/api/worker_checkpoint_agreement.h"
 #include "trainer/sync/hybrid_ps.h"
 #include "trainer/sync/hybrid_sync.h"
 #include "trainer/wfbp/merge_plan_text.h"
@@ -116,7 +115,6 @@ class SessionImpl final : public Session {
   Status shareInitialParameters(Deadline deadline);
   std::vector<LayerState> layerStates();
   WorkerCheckpointIdentity checkpointIdentity() const;
-  Result<uint64_t> commonCheckpoint(const std::string& dir);
   PipelineOptions pipelineOptions() const {
     PipelineOptions pipeline;
     pipeline.sync_timeout = options_.sync_timeout;
@@ -231,6 +229,9 @@ Status SessionImpl::startServerOptimized(Deadline deadline) {
                       unreadable.message());
   }
   if (!sync) return sync.status().withContext(describe());
+  if (!unreadable.isOk()) {  // no server had a checkpoint either: a fresh start, but say why
+    spdlog::warn("{}: {}; it resumes with none of its own checkpoints", describe(), unreadable.toString());
+  }
   ServerOptimizedSync& started = **sync;
   server_optimized_ = sync->get();
   sync_ = std::move(*sync);
@@ -446,34 +447,6 @@ Status SessionImpl::saveWorkerState(const std::string& dir, std::span<const uint
   return Status::ok();
 }
 
-Result<uint64_t> SessionImpl::commonCheckpoint(const std::string& dir) {
-  // Every worker names the checkpoints it has; all go on from the newest they all have (a crash
-  // while they wrote one leaves some with it and some without).
-  auto readable = readWorkerCheckpointList(dir, static_cast<uint32_t>(rank()));
-  // Unreadable: this worker still publishes (holding none), so the others fail with it, not at a deadline.
-  const std::vector<uint64_t> mine = readable ? *readable : std::vector<uint64_t>{};
-  std::string listed;
-  for (uint64_t i : mine) listed += fmt::format("{}{}", listed.empty() ? "" : ",", i);
-  transport::bootstrap::StoreView resume = job_->view().child("resume");
-  POSEIDON_RETURN_IF_ERROR(transport::bootstrap::setString(resume, std::to_string(rank()), listed));
-  std::vector<uint64_t> common = mine;  // sorted, as every list
-  for (int w = 0; w < options_.layout.workers; ++w) {
-    auto text = transport::bootstrap::getString(resume, std::to_string(w), startupDeadline());
-    if (!text) return text.status();
-    auto theirs = ps::parseClockList(resume.key(std::to_string(w)), *text);
-    if (!theirs) return theirs.status();
-    std::vector<uint64_t> both;
-    std::set_intersection(common.begin(), common.end(), theirs->begin(), theirs->end(), std::back_inserter(both));
-    common = std::move(both);
-  }
-  if (common.empty()) {
-    return makeStatus(StatusCode::kInvalidArgument,
-                      "no checkpoint in {} that every worker has (this worker has iterations [{}]{})", dir, listed,
-                      readable ? "" : ": " + readable.status().toString());
-  }
-  return common.back();
-}
-
 Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& dir) {
   POSEIDON_RETURN_IF_ERROR(running("restoreCheckpoint"));
   if (server_optimized_ != nullptr) {
@@ -484,7 +457,8 @@ Result<std::vector<uint8_t>> SessionImpl::restoreCheckpoint(const std::string& d
                       "restoreCheckpoint after training began (a layer was reported): restore right after start()");
   }
   if (server_optimized_ != nullptr) return restoreWorkerState(dir);
-  auto iteration = commonCheckpoint(dir);
+  transport::bootstrap::StoreView resume = job_->view().child("resume");
+  auto iteration = agreeOnWorkerCheckpoint(resume, dir, rank(), options_.layout.workers, startupDeadline());
   if (!iteration) return iteration.status().withContext(describe());
   const std::vector<LayerState> states = layerStates();
   auto restored = readWorkerCheckpoint(dir, checkpointIdentity(), *iteration, states);
