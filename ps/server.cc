@@ -107,6 +107,11 @@ class ServerImpl final : public Server {
                         fmt::join(left, ", "), waitingPullsText());
     }
     if (!failure_.isOk()) return failure_;
+    // Async: a worker that left naming a lost server may have lost one link or a dead server; a
+    // worker finishing after it proves the servers were there. Without one, the job failed.
+    if (!first_server_loss_.isOk() && !finished_since_server_loss_) {
+      return first_server_loss_.withContext("no worker finished after one left naming a lost server; the first");
+    }
     if (!first_async_loss_.isOk() && lostWorkers().size() == static_cast<size_t>(job_.workers)) {
       return first_async_loss_.withContext("every worker left without finishing; the first");
     }
@@ -209,7 +214,11 @@ class ServerImpl final : public Server {
   std::condition_variable done_cv_;
   int running_workers_ = 0;
   Status failure_;
-  Status first_async_loss_;  // async: why the first worker it went on without left
+  // Async: why the first worker it went on without left, and the first that left naming a lost
+  // server; whether a worker finished after that one (so every server was there).
+  Status first_async_loss_;
+  Status first_server_loss_;
+  bool finished_since_server_loss_ = false;
 
   // Parameter writes to the workers that announced priority, nearest the input first.
   std::unique_ptr<ParamSendQueue> send_queue_;
@@ -691,12 +700,14 @@ void ServerImpl::onWorkerLeaving(int worker, uint32_t lost) {
 
 void ServerImpl::failWorker(int worker, const Status& status, ToWorker notice, uint64_t value) {
   // Async goes on without the worker, whether it was lost or lost a server: one broken link to
-  // another server looks the same from here as that server's death. Only when every worker left
-  // so does the job fail (waitUntilDone), naming the first to go.
+  // another server looks the same from here as that server's death. waitUntilDone tells them
+  // apart as well as it can: the job failed when no worker finished after one named a lost
+  // server, or when every worker left unfinished.
   if (options_.consistency.mode == Consistency::Mode::kAsync) {
     {
       std::lock_guard lock(done_mutex_);
       if (first_async_loss_.isOk()) first_async_loss_ = status;
+      if (notice == ToWorker::kServerFailed && first_server_loss_.isOk()) first_server_loss_ = status;
     }
     finishWorker(worker, WorkerState::kFailed);
     spdlog::warn("{}; async training goes on without it", status.toString());
@@ -720,6 +731,7 @@ void ServerImpl::finishWorker(int worker, WorkerState state, const Status& failu
   // Recorded before the count drops: waitUntilDone wakes when the last worker is out, and must
   // not take workers that all failed at once for workers that all finished.
   if (!failure.isOk() && failure_.isOk()) failure_ = failure;
+  if (state == WorkerState::kDone && !first_server_loss_.isOk()) finished_since_server_loss_ = true;
   --running_workers_;
   done_cv_.notify_all();
 }

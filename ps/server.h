@@ -64,10 +64,13 @@ class Server {
   virtual ~Server() = default;
 
   // Blocks until every worker said goodbye; returns the first failure (a worker that vanished
-  // under BSP/SSP names it), or kTimeout naming the workers still connected.
+  // under BSP/SSP names it), or kTimeout naming the workers still connected. Async goes on without
+  // lost workers, and fails when every worker left unfinished or when none finished after one left
+  // naming a lost server (a dead server, as far as this one can tell), naming the first to go.
   virtual Status waitUntilDone(Deadline deadline) = 0;
-  // Async: the workers this server went on without (a connection broke before they said goodbye),
-  // by worker index. Under BSP / SSP such a loss fails waitUntilDone instead.
+  // Async: the workers this server went on without (a connection broke before they said goodbye,
+  // they lost another server, or they broke the protocol), by worker index. Under BSP / SSP such
+  // a loss fails waitUntilDone instead.
   virtual std::vector<int> lostWorkers() const = 0;
   // The clock this server resumed from (0 for a fresh start).
   virtual uint64_t resumedClock() const = 0;

@@ -11,6 +11,9 @@
 // word until the deadline. Never read "arrived/<rank>" with add(key, 0): that creates the key,
 // which is an arrival.
 //
+// A server whose own end failed (ps::Server::waitUntilDone: a dead server, every worker lost)
+// does not arrive: the others then fail at the deadline, naming its rank.
+//
 // Worker 0 is never arrived for: it serves the store, so without it nobody can end the job. A
 // worker that a server took for lost but that lives on (its connection broke before the server
 // read its goodbye) finds its arrival taken and fails, saying so; the others end the job without
