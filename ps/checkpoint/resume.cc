@@ -90,17 +90,20 @@ std::string describeRuns(const std::vector<uint64_t>& clocks) {
   return fmt::format("{}", fmt::join(runs, ","));
 }
 
+// "server 0 has clocks 18-20", "worker 2 from none": who, and the clocks it holds or takes.
+std::string describeHolding(const std::string& who, std::string_view verb, const std::vector<uint64_t>& clocks) {
+  if (clocks.empty()) return fmt::format("{} {} none", who, verb);
+  return fmt::format("{} {} clock{} {}", who, verb, clocks.size() == 1 ? "" : "s", describeRuns(clocks));
+}
+
 // "server 0 has clocks 18-20, server 1 has none".
 std::string describeClocks(const std::vector<HeldCheckpoints>& published) {
   std::vector<std::string> parts;
   for (size_t server = 0; server < published.size(); ++server) {
     const HeldCheckpoints& held = published[server];
-    if (held.clocks.empty()) {
-      parts.push_back(fmt::format("server {} has none{}", server, held.resume ? "" : " (not resuming)"));
-    } else {
-      parts.push_back(fmt::format("server {} has clock{} {}", server, held.clocks.size() == 1 ? "" : "s",
-                                  describeRuns(held.clocks)));
-    }
+    const bool idle = held.clocks.empty() && !held.resume;
+    parts.push_back(describeHolding(fmt::format("server {}", server), "has", held.clocks) +
+                    (idle ? " (not resuming)" : ""));
   }
   return fmt::format("{}", fmt::join(parts, ", "));
 }
@@ -109,11 +112,7 @@ std::string describeClocks(const std::vector<HeldCheckpoints>& published) {
 std::string describeWorkerClocks(const std::vector<std::optional<std::vector<uint64_t>>>& workers) {
   std::vector<std::string> parts;
   for (size_t worker = 0; worker < workers.size(); ++worker) {
-    if (!workers[worker]) continue;
-    const std::vector<uint64_t>& clocks = *workers[worker];
-    parts.push_back(clocks.empty() ? fmt::format("worker {} from none", worker)
-                                   : fmt::format("worker {} from clock{} {}", worker, clocks.size() == 1 ? "" : "s",
-                                                 describeRuns(clocks)));
+    if (workers[worker]) parts.push_back(describeHolding(fmt::format("worker {}", worker), "from", *workers[worker]));
   }
   return fmt::format("{}", fmt::join(parts, ", "));
 }

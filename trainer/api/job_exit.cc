@@ -46,8 +46,8 @@ Status leaveJob(transport::bootstrap::StoreView& exit, int rank, int size, std::
   if (!made) return made.status().withContext("arriving at the exit");
   if (!*made) {
     return makeStatus(StatusCode::kUnavailable,
-                      "a server ended the job without rank {}: it took the rank for lost (a connection of it broke) "
-                      "and arrived at the exit in its place",
+                      "a server ended the job without rank {}: it took the rank for lost (a connection to it broke, "
+                      "or the rank said it lost another server) and arrived at the exit in its place",
                       rank);
   }
   for (int r = 0; r < size; ++r) {
