@@ -6,6 +6,7 @@
 //
 // Under async a worker that leaves naming a lost server may have lost one link, not a dead
 // server: when another worker finishes after it, every server was there, and the job completed.
+// But when every worker left unfinished, it did not.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -212,6 +213,39 @@ TEST_F(PsLeaving, AnAsyncServerToldOfALostServerSucceedsWhenAWorkerFinishesAfter
   EXPECT_TRUE(worker_status.isOk()) << worker_status.toString();
   for (int s = 0; s < 2; ++s) {
     EXPECT_TRUE(server_status[s].isOk()) << "server " << s << ": " << server_status[s].toString();
+  }
+}
+
+// Async goes on without lost workers, but a job whose every worker left unfinished did not end:
+// the server fails, naming the first to go (before, it returned OK as if the job had finished).
+TEST_F(PsLeaving, AnAsyncServerWhoseEveryWorkerLeftUnfinishedFailsNamingTheFirst) {
+  // Worker 0, server 0 (rank 1), server 1 (rank 2).
+  ASSERT_NO_FATAL_FAILURE(open(3));
+  const ps::PsJob job{1, 2, "ps"};
+  const Deadline deadline = Deadline::after(60s);
+  ps::ServerOptions options;
+  options.consistency = ps::Consistency::async();
+  Status server_status[2];
+  std::vector<std::thread> servers;
+  for (int s = 0; s < 2; ++s) {
+    servers.emplace_back([&, s] {
+      auto server = ps::Server::start(mesh_[job.serverRank(s)], *store_, model_, *layout_, job, options, deadline);
+      server_status[s] = server ? (*server)->waitUntilDone(deadline) : server.status();
+    });
+  }
+  Status worker_status;
+  {
+    auto client = ps::Client::start(mesh_[0], *store_, model_, *layout_, job, ps::Consistency::async(), deadline);
+    worker_status = client ? trainWorker(**client, {0, 3, 1, false}, deadline) : client.status();
+  }
+  mesh_.contexts[0].reset();  // the worker's process ends without a goodbye: its connections close
+  for (std::thread& thread : servers) thread.join();
+  EXPECT_TRUE(worker_status.isOk()) << worker_status.toString();
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_NE(server_status[s].message().find("every worker left without finishing; the first"), std::string::npos)
+        << "server " << s << ": " << server_status[s].toString();
+    EXPECT_NE(server_status[s].message().find("worker 0 (rank 0) is gone"), std::string::npos)
+        << "server " << s << ": " << server_status[s].toString();
   }
 }
 
