@@ -75,19 +75,22 @@ std::string workerCheckpointPath(const std::string& dir, uint32_t rank, uint64_t
 Result<std::vector<uint64_t>> readWorkerCheckpointList(const std::string& dir, uint32_t rank) {
   std::vector<uint64_t> found;
   std::error_code error;
+  const auto unreadable = [&] {
+    return makeStatus(StatusCode::kIoError, "cannot read the checkpoint directory '{}': {}", dir, error.message());
+  };
   std::filesystem::directory_iterator entries(dir, error);
   if (error == std::errc::no_such_file_or_directory) return found;
-  if (error) {
-    return makeStatus(StatusCode::kIoError, "cannot read the checkpoint directory '{}': {}", dir, error.message());
-  }
+  if (error) return unreadable();
   const std::string prefix = fmt::format("worker-{}-", rank);
-  for (const auto& entry : entries) {
-    const std::string name = entry.path().filename().string();
+  // increment(error), not the range-for's ++, which throws when reading the next entry fails.
+  for (const std::filesystem::directory_iterator end; entries != end; entries.increment(error)) {
+    const std::string name = entries->path().filename().string();
     if (!name.starts_with(prefix) || !name.ends_with(".ckpt")) continue;  // temporaries end in .tmp.<pid>
     const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - 5);
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 19) continue;
-    found.push_back(std::stoull(digits));
+    found.push_back(std::stoull(digits));  // at most 19 digits: below 2^64
   }
+  if (error) return unreadable();
   std::sort(found.begin(), found.end());
   return found;
 }
